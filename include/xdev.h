@@ -1,0 +1,243 @@
+/*
+ * xdev.h - the xdev point-to-point transport device.
+ *
+ * xdev is the layer under a message-passing library: it moves tagged
+ * messages between the ranks of a job over the best transport it has
+ * (TCP today) and offers exactly what an MPI or MPJ device needs:
+ *
+ *   xdev_init      xdev_finalize
+ *   xdev_isend     xdev_issend    xdev_irecv
+ *   xdev_send      xdev_ssend     xdev_recv
+ *   xdev_wait      xdev_test
+ *   xdev_iprobe    xdev_probe     xdev_peek
+ *
+ * plus a handful of accessors (xdev_rank, xdev_size, xdev_strerror,
+ * xdev_version, xdev_config_init).
+ *
+ * Conventions that hold for every call:
+ *  - Every call returns an int error code: XDEV_OK (0) or a negative
+ *    XDEV_ERR_*. xdev_strerror() turns one into text. No call aborts the
+ *    process or prints anything.
+ *  - A call that returns XDEV_ERR_ARG has changed nothing: no request was
+ *    posted, no output argument was written.
+ *  - Buffers are a pointer and a size_t byte count; a NULL pointer is
+ *    accepted only with a count of 0.
+ *  - Tags and contexts are non-negative ints. Matching is on (source, tag,
+ *    context); receives may use XDEV_ANY_SOURCE and XDEV_ANY_TAG, never a
+ *    wildcard context. Messages from one sender to one receiver in one
+ *    context are received in the order they were sent (non-overtaking), and
+ *    among several matching receives the one posted first wins.
+ *  - Thread safety: unless the device was created with XDEV_FLAG_SINGLE_THREAD,
+ *    any thread may call any function on it at any time. Calls on different
+ *    devices never interfere.
+ */
+#ifndef XDEV_H
+#define XDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XDEV_VERSION_MAJOR 0
+#define XDEV_VERSION_MINOR 1
+#define XDEV_VERSION_PATCH 0
+
+/* Wildcards for the source and tag of a receive or probe. */
+#define XDEV_ANY_SOURCE (-1)
+#define XDEV_ANY_TAG (-1)
+
+/* Error codes. Every call returns one of these. */
+enum {
+    XDEV_OK = 0,
+    XDEV_ERR_ARG = -1,       /* bad argument; nothing was changed */
+    XDEV_ERR_NOMEM = -2,     /* out of memory */
+    XDEV_ERR_TRUNCATE = -3,  /* message longer than the receive buffer */
+    XDEV_ERR_PEER = -4,      /* the peer died, left, or broke the protocol */
+    XDEV_ERR_CANCELED = -5,  /* request abandoned by xdev_finalize */
+    XDEV_ERR_INIT = -6,      /* bad or missing configuration, bootstrap failed */
+    XDEV_ERR_SYSTEM = -7,    /* an operating system call failed unexpectedly */
+};
+
+/* Flags for xdev_config_t.flags. */
+enum {
+    /* The caller promises to use the device from one thread at a time;
+     * xdev then takes no locks. */
+    XDEV_FLAG_SINGLE_THREAD = 1u << 0,
+    /* Run a progress thread that advances transfers while the application
+     * computes. Without it, progress happens inside xdev calls. */
+    XDEV_FLAG_PROGRESS_THREAD = 1u << 1,
+};
+
+/* An opaque device: one rank's endpoint in a job. */
+typedef struct xdev xdev_t;
+
+/*
+ * Configuration for xdev_init. Initialise with xdev_config_init(), which
+ * fills in every field from the environment (see the README's table of
+ * XDEV_* variables) or from the defaults, then override what you need.
+ */
+typedef struct xdev_config {
+    int rank;                /* this process's rank, 0 <= rank < size */
+    int size;                /* number of ranks in the job */
+    /* Optional explicit peer table of `size` entries, IBVX style: entry i is
+     * "host:port" where rank i listens. NULL means the addresses are found
+     * through the launcher's bootstrap directory (XDEV_BOOT_DIR). */
+    const char *const *peers;
+    const char *transport;   /* "auto" or "tcp" */
+    const char *job_secret;  /* shared by every rank of the job; a
+                              * connection that cannot prove it knows this is
+                              * dropped. At least 16 characters. */
+    size_t eager_limit;      /* largest message sent eagerly (the PSL);
+                              * larger ones use rendezvous */
+    size_t unexpected_limit; /* bytes of unexpected eager data buffered
+                              * before senders are slowed down */
+    int peer_timeout_ms;     /* how long to try to reach a peer that has not
+                              * published an address or refuses connections
+                              * before its requests fail with XDEV_ERR_PEER */
+    int finalize_timeout_ms; /* how long xdev_finalize waits for active
+                              * sends to finish and peers to close */
+    unsigned flags;          /* XDEV_FLAG_* */
+} xdev_config_t;
+
+/* The status of a completed request or of a probed message. */
+typedef struct xdev_status {
+    int source;   /* sender's rank */
+    int tag;      /* message tag */
+    int ctx;      /* message context */
+    int error;    /* XDEV_OK, XDEV_ERR_TRUNCATE, XDEV_ERR_PEER, ... */
+    size_t count; /* bytes delivered (receives, probes) or sent (sends) */
+} xdev_status_t;
+
+/*
+ * A request: caller-allocated storage for one nonblocking operation.
+ * From the call that posts it until xdev_wait or xdev_test reaps it, the
+ * request belongs to xdev and must not be moved, freed or reused; after it
+ * is reaped, xdev never touches it again. `user` is yours: xdev never reads
+ * or writes it (bindings use it to find their own object again).
+ */
+typedef struct xdev_request {
+    void *user;
+    uint64_t opaque_[40];
+} xdev_request_t;
+
+/*
+ * Fill *cfg from the XDEV_* environment variables, with defaults for what is
+ * unset. Returns XDEV_ERR_ARG for a NULL cfg and XDEV_ERR_INIT if a variable
+ * is set but malformed (cfg is then left as the defaults).
+ */
+int xdev_config_init(xdev_config_t *cfg);
+
+/*
+ * Start a device. cfg == NULL means "everything from the environment", as
+ * set by xdevrun. The config is copied; the caller may free it afterwards.
+ * Connections to peers are made on first use, not here.
+ * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
+ * short), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
+ * address in use), XDEV_ERR_NOMEM, XDEV_ERR_SYSTEM.
+ */
+int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
+
+/*
+ * Finish with a device. First it keeps driving progress until every active
+ * send request has completed (or its peer failed), for at most the
+ * configured finalize timeout, and closes connections in order so that no
+ * data already sent is lost. Requests still active after that (receives
+ * that never matched, sends whose receiver never posted a receive) are
+ * abandoned: their buffers are never touched again, their storage may be
+ * reused by the caller, and finalize returns XDEV_ERR_CANCELED instead of
+ * XDEV_OK. Either way the device is freed. Not to be called while another
+ * thread is inside a call on the same device.
+ */
+int xdev_finalize(xdev_t *dev);
+
+/*
+ * Standard-mode nonblocking send of len bytes from buf to rank dst.
+ * Completes when buf may be reused, which for a message of at most the
+ * eager limit is usually before the call returns.
+ * Errors: XDEV_ERR_ARG (NULL dev/req, NULL buf with len > 0, dst out of
+ * range, negative tag or ctx, req still active), XDEV_ERR_PEER (dst is
+ * known to be dead; nothing is posted). Later failures are reported in
+ * the request's status.error.
+ */
+int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
+               xdev_request_t *req);
+
+/*
+ * Synchronous-mode nonblocking send: as xdev_isend, but the request
+ * completes only after the receiver has matched the message with a
+ * receive.
+ */
+int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
+                xdev_request_t *req);
+
+/*
+ * Nonblocking receive of at most len bytes into buf. src may be
+ * XDEV_ANY_SOURCE and tag XDEV_ANY_TAG; ctx may not be a wildcard. A longer
+ * message fills the buffer and completes with status.error ==
+ * XDEV_ERR_TRUNCATE and status.count == len; nothing is written past
+ * buf + len. A receive from a specific rank fails with XDEV_ERR_PEER if that
+ * rank dies; a wildcard receive is not failed by one peer's death.
+ * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
+ * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
+ */
+int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
+               xdev_request_t *req);
+
+/* Blocking forms: post, then xdev_wait. They return the first error of
+ * either step, including the request's status.error (XDEV_ERR_TRUNCATE,
+ * XDEV_ERR_PEER). st may be NULL for xdev_recv. */
+int xdev_send(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
+int xdev_ssend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
+int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
+              xdev_status_t *st);
+
+/*
+ * Block until req completes, then reap it: fill *st (which may be NULL) and
+ * give the request back to the caller. Returns XDEV_OK when the wait
+ * itself worked; the operation's own outcome is st->error. Returns
+ * XDEV_ERR_ARG, changing nothing, if req is NULL or not active.
+ */
+int xdev_wait(xdev_request_t *req, xdev_status_t *st);
+
+/*
+ * Check req without blocking (driving progress once). *done is set to 1 if
+ * it completed, in which case it is reaped and *st filled (st may be NULL),
+ * else to 0. Errors: XDEV_ERR_ARG for NULL req or done, or req not active.
+ */
+int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
+
+/*
+ * Is a message matching (src, tag, ctx) waiting to be received? Sets *found
+ * to 1 and fills *st (source, tag, ctx, full byte count) if so, else *found =
+ * 0. The message stays queued: the next matching receive gets it.
+ * Errors: XDEV_ERR_ARG for NULL dev, found or st, or bad src/tag/ctx.
+ */
+int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xdev_status_t *st);
+
+/* Blocking xdev_iprobe. Fails with XDEV_ERR_PEER if src is a specific rank
+ * that died with nothing matching left queued from it. */
+int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
+
+/*
+ * Block until some request posted on dev has completed and not yet been
+ * handed out or reaped, and hand out the oldest such completion in *req.
+ * Each completion is handed out at most once, also when several threads
+ * peek at once. The request stays active until reaped with xdev_wait or
+ * xdev_test (which then return at once); a request reaped before it is
+ * peeked is never handed out. Errors: XDEV_ERR_ARG for NULL dev or req.
+ */
+int xdev_peek(xdev_t *dev, xdev_request_t **req);
+
+/* Accessors. */
+int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */
+int xdev_size(const xdev_t *dev); /* number of ranks, or XDEV_ERR_ARG */
+const char *xdev_strerror(int err); /* never NULL */
+const char *xdev_version(void);     /* "MAJOR.MINOR.PATCH" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XDEV_H */

@@ -1,0 +1,19 @@
+/*
+ * introspect.h - read-only gauges for tests and tools. Not part of the
+ * public API; reached by linking libxdev_internal.
+ */
+#ifndef XDEV_INTROSPECT_H
+#define XDEV_INTROSPECT_H
+
+#include <stddef.h>
+#include "xdev.h"
+
+/* Bytes of unexpected-message memory the device holds now, and the most it
+ * ever held. Both stay at or under xdev_config_t.unexpected_limit. */
+size_t xdev_unexpected_bytes(xdev_t *dev);
+size_t xdev_unexpected_peak(xdev_t *dev);
+
+/* Name of the transport that carries traffic to `peer` ("self", "tcp"). */
+const char *xdev_peer_transport(xdev_t *dev, int peer);
+
+#endif
