@@ -41,6 +41,13 @@
 extern "C" {
 #endif
 
+/* Symbols of the shared library; everything else in it is hidden. */
+#if defined(__GNUC__)
+#define XDEV_API __attribute__((visibility("default")))
+#else
+#define XDEV_API
+#endif
+
 #define XDEV_VERSION_MAJOR 0
 #define XDEV_VERSION_MINOR 1
 #define XDEV_VERSION_PATCH 0
@@ -128,7 +135,7 @@ typedef struct xdev_request {
  * unset. Returns XDEV_ERR_ARG for a NULL cfg and XDEV_ERR_INIT if a variable
  * is set but malformed (cfg is then left as the defaults).
  */
-int xdev_config_init(xdev_config_t *cfg);
+XDEV_API int xdev_config_init(xdev_config_t *cfg);
 
 /*
  * Start a device. cfg == NULL means "everything from the environment", as
@@ -138,7 +145,7 @@ int xdev_config_init(xdev_config_t *cfg);
  * short), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
  * address in use), XDEV_ERR_NOMEM, XDEV_ERR_SYSTEM.
  */
-int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
+XDEV_API int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
 
 /*
  * Finish with a device. First it keeps driving progress until every active
@@ -151,7 +158,7 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
  * XDEV_OK. Either way the device is freed. Not to be called while another
  * thread is inside a call on the same device.
  */
-int xdev_finalize(xdev_t *dev);
+XDEV_API int xdev_finalize(xdev_t *dev);
 
 /*
  * Standard-mode nonblocking send of len bytes from buf to rank dst.
@@ -162,7 +169,7 @@ int xdev_finalize(xdev_t *dev);
  * known to be dead; nothing is posted). Later failures are reported in
  * the request's status.error.
  */
-int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
+XDEV_API int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
                xdev_request_t *req);
 
 /*
@@ -170,7 +177,7 @@ int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int c
  * completes only after the receiver has matched the message with a
  * receive.
  */
-int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
+XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
                 xdev_request_t *req);
 
 /*
@@ -183,15 +190,15 @@ int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int 
  * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
  * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
  */
-int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
+XDEV_API int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
                xdev_request_t *req);
 
 /* Blocking forms: post, then xdev_wait. They return the first error of
  * either step, including the request's status.error (XDEV_ERR_TRUNCATE,
  * XDEV_ERR_PEER). st may be NULL for xdev_recv. */
-int xdev_send(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
-int xdev_ssend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
-int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
+XDEV_API int xdev_send(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
+XDEV_API int xdev_ssend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
+XDEV_API int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
               xdev_status_t *st);
 
 /*
@@ -200,14 +207,14 @@ int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
  * itself worked; the operation's own outcome is st->error. Returns
  * XDEV_ERR_ARG, changing nothing, if req is NULL or not active.
  */
-int xdev_wait(xdev_request_t *req, xdev_status_t *st);
+XDEV_API int xdev_wait(xdev_request_t *req, xdev_status_t *st);
 
 /*
  * Check req without blocking (driving progress once). *done is set to 1 if
  * it completed, in which case it is reaped and *st filled (st may be NULL),
  * else to 0. Errors: XDEV_ERR_ARG for NULL req or done, or req not active.
  */
-int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
+XDEV_API int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
 
 /*
  * Is a message matching (src, tag, ctx) waiting to be received? Sets *found
@@ -215,11 +222,11 @@ int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
  * 0. The message stays queued: the next matching receive gets it.
  * Errors: XDEV_ERR_ARG for NULL dev, found or st, or bad src/tag/ctx.
  */
-int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xdev_status_t *st);
+XDEV_API int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xdev_status_t *st);
 
 /* Blocking xdev_iprobe. Fails with XDEV_ERR_PEER if src is a specific rank
  * that died with nothing matching left queued from it. */
-int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
+XDEV_API int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
 
 /*
  * Block until some request posted on dev has completed and not yet been
@@ -229,13 +236,13 @@ int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
  * xdev_test (which then return at once); a request reaped before it is
  * peeked is never handed out. Errors: XDEV_ERR_ARG for NULL dev or req.
  */
-int xdev_peek(xdev_t *dev, xdev_request_t **req);
+XDEV_API int xdev_peek(xdev_t *dev, xdev_request_t **req);
 
 /* Accessors. */
-int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */
-int xdev_size(const xdev_t *dev); /* number of ranks, or XDEV_ERR_ARG */
-const char *xdev_strerror(int err); /* never NULL */
-const char *xdev_version(void);     /* "MAJOR.MINOR.PATCH" */
+XDEV_API int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */
+XDEV_API int xdev_size(const xdev_t *dev); /* number of ranks, or XDEV_ERR_ARG */
+XDEV_API const char *xdev_strerror(int err); /* never NULL */
+XDEV_API const char *xdev_version(void);     /* "MAJOR.MINOR.PATCH" */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,191 @@
+/*
+ * api.c - the communication calls of xdev.h: argument checks (so that a bad
+ * call changes nothing), locking, and the blocking forms.
+ */
+#include "device.h"
+
+static bool rank_ok(const xdev_t *d, int r) { return r >= 0 && r < d->size; }
+
+/* A request storage that is still active must not be posted again. */
+static bool req_free_to_post(xdev_request_t *req)
+{
+    return req && !req_is_active(xreq_of(req));
+}
+
+static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+                     xdev_request_t *req, bool sync)
+{
+    if (!d || (!buf && len) || !rank_ok(d, dst) || tag < 0 || ctx < 0 || !req_free_to_post(req))
+        return XDEV_ERR_ARG;
+    xreq_t *r = xreq_of(req);
+    dev_lock(d);
+    int rc = req_start(d, r, REQ_SEND, (void *)buf, len, dst, tag, ctx);
+    if (rc == XDEV_OK && (rc = proto_send(d, r, sync)) != XDEV_OK)
+        req_reap(d, r, NULL);
+    dev_unlock(d);
+    return rc;
+}
+
+int xdev_isend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+               xdev_request_t *req)
+{
+    return post_send(d, buf, len, dst, tag, ctx, req, false);
+}
+
+int xdev_issend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+                xdev_request_t *req)
+{
+    return post_send(d, buf, len, dst, tag, ctx, req, true);
+}
+
+static bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
+{
+    return (src == XDEV_ANY_SOURCE || rank_ok(d, src)) && (tag >= 0 || tag == XDEV_ANY_TAG) &&
+           ctx >= 0;
+}
+
+int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req)
+{
+    if (!d || (!buf && len) || !match_args_ok(d, src, tag, ctx) || !req_free_to_post(req))
+        return XDEV_ERR_ARG;
+    xreq_t *r = xreq_of(req);
+    dev_lock(d);
+    int rc = req_start(d, r, REQ_RECV, buf, len, src, tag, ctx);
+    if (rc == XDEV_OK && (rc = proto_recv(d, r)) != XDEV_OK)
+        req_reap(d, r, NULL);
+    dev_unlock(d);
+    return rc;
+}
+
+static bool req_done(xdev_t *d, void *arg)
+{
+    (void)d;
+    return ((xreq_t *)arg)->phase == PH_DONE;
+}
+
+int xdev_wait(xdev_request_t *req, xdev_status_t *st)
+{
+    if (!req || !req_is_active(xreq_of(req)))
+        return XDEV_ERR_ARG;
+    xreq_t *r = xreq_of(req);
+    xdev_t *d = r->dev;
+    dev_lock(d);
+    progress_until(d, req_done, r);
+    req_reap(d, r, st);
+    dev_unlock(d);
+    return XDEV_OK;
+}
+
+int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
+{
+    if (!req || !done || !req_is_active(xreq_of(req)))
+        return XDEV_ERR_ARG;
+    xreq_t *r = xreq_of(req);
+    xdev_t *d = r->dev;
+    dev_lock(d);
+    if (r->phase != PH_DONE)
+        progress_once(d);
+    *done = r->phase == PH_DONE;
+    if (*done)
+        req_reap(d, r, st);
+    dev_unlock(d);
+    return XDEV_OK;
+}
+
+/* Blocking forms: the operation's own error is what the caller wants. */
+static int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
+{
+    if (rc != XDEV_OK)
+        return rc;
+    xdev_status_t local;
+    if (!st)
+        st = &local;
+    rc = xdev_wait(req, st);
+    return rc != XDEV_OK ? rc : st->error;
+}
+
+int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+{
+    xdev_request_t req = { 0 };
+    return wait_result(xdev_isend(d, buf, len, dst, tag, ctx, &req), &req, NULL);
+}
+
+int xdev_ssend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+{
+    xdev_request_t req = { 0 };
+    return wait_result(xdev_issend(d, buf, len, dst, tag, ctx, &req), &req, NULL);
+}
+
+int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_status_t *st)
+{
+    xdev_request_t req = { 0 };
+    return wait_result(xdev_irecv(d, buf, len, src, tag, ctx, &req), &req, st);
+}
+
+static void fill_probe_status(const uxmsg_t *e, xdev_status_t *st)
+{
+    st->source = e->src;
+    st->tag = e->tag;
+    st->ctx = e->ctx;
+    st->count = e->len;
+    st->error = XDEV_OK;
+}
+
+int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t *st)
+{
+    if (!d || !found || !st || !match_args_ok(d, src, tag, ctx))
+        return XDEV_ERR_ARG;
+    dev_lock(d);
+    uxmsg_t *e = proto_probe(d, src, tag, ctx);
+    if (!e) {
+        progress_once(d);
+        e = proto_probe(d, src, tag, ctx);
+    }
+    *found = e != NULL;
+    if (e)
+        fill_probe_status(e, st);
+    dev_unlock(d);
+    return XDEV_OK;
+}
+
+struct probe_args {
+    int src, tag, ctx;
+};
+
+static bool probe_done(xdev_t *d, void *arg)
+{
+    struct probe_args *a = arg;
+    return proto_probe(d, a->src, a->tag, a->ctx) ||
+           (a->src != XDEV_ANY_SOURCE && d->peers[a->src].dead);
+}
+
+int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
+{
+    if (!d || !st || !match_args_ok(d, src, tag, ctx))
+        return XDEV_ERR_ARG;
+    struct probe_args a = { src, tag, ctx };
+    dev_lock(d);
+    progress_until(d, probe_done, &a);
+    uxmsg_t *e = proto_probe(d, src, tag, ctx);
+    if (e)
+        fill_probe_status(e, st);
+    dev_unlock(d);
+    return e ? XDEV_OK : XDEV_ERR_PEER;
+}
+
+static bool cq_nonempty(xdev_t *d, void *arg)
+{
+    (void)arg;
+    return d->cq_head != NULL;
+}
+
+int xdev_peek(xdev_t *d, xdev_request_t **req)
+{
+    if (!d || !req)
+        return XDEV_ERR_ARG;
+    dev_lock(d);
+    progress_until(d, cq_nonempty, NULL);
+    *req = public_of(req_cq_pop(d));
+    dev_unlock(d);
+    return XDEV_OK;
+}

@@ -1,0 +1,69 @@
+/*
+ * boot.c - how ranks find each other's addresses.
+ *
+ * Either the config carries an explicit peer table (IBVX style: the host
+ * library runs its own launcher), or the launcher gives every rank a
+ * private directory (XDEV_BOOT_DIR) where each rank publishes one small
+ * file per transport, "<key>.<rank>", written atomically by rename so a
+ * reader never sees half an address.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "device.h"
+
+static const char *boot_dir(void)
+{
+    const char *dir = getenv("XDEV_BOOT_DIR");
+    return dir && *dir ? dir : NULL;
+}
+
+int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
+{
+    if (d->cfg.peers || d->size == 1)
+        return XDEV_OK; /* addresses are known in advance, or nobody asks */
+    const char *dir = boot_dir();
+    if (!dir)
+        return XDEV_ERR_INIT;
+    char path[4096], tmp[4096];
+    snprintf(path, sizeof path, "%s/%s.%d", dir, key, d->rank);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%d.tmp", dir, key, d->rank);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return XDEV_ERR_INIT;
+    size_t len = strlen(value);
+    bool ok = write(fd, value, len) == (ssize_t)len;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return XDEV_ERR_INIT;
+    }
+    return XDEV_OK;
+}
+
+int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap)
+{
+    if (d->cfg.peers) {
+        if (strlen(d->cfg.peers[rank]) >= cap)
+            return XDEV_ERR_INIT;
+        strcpy(out, d->cfg.peers[rank]);
+        return 1;
+    }
+    const char *dir = boot_dir();
+    if (!dir)
+        return XDEV_ERR_INIT;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%d", dir, key, rank);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : XDEV_ERR_INIT;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return XDEV_ERR_INIT;
+    out[n] = '\0';
+    return 1;
+}

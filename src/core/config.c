@@ -1,0 +1,154 @@
+/*
+ * config.c - xdev_config_t: defaults, the XDEV_* environment, validation,
+ * and the device's private copy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+
+#define DEFAULT_EAGER_LIMIT (64u * 1024)
+#define DEFAULT_UNEXPECTED_LIMIT (64u * 1024 * 1024)
+#define DEFAULT_PEER_TIMEOUT_MS 20000
+#define DEFAULT_FINALIZE_TIMEOUT_MS 5000
+#define MAX_EAGER_LIMIT (1u << 30)
+#define MIN_SECRET_LEN 16
+
+/* A byte count with an optional k/m/g suffix (powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return XDEV_ERR_INIT;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || v > (SIZE_MAX >> shift))
+        return XDEV_ERR_INIT;
+    *out = (size_t)(v << shift);
+    return XDEV_OK;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -1 || v > 0x7fffffffL)
+        return XDEV_ERR_INIT;
+    *out = (int)v;
+    return XDEV_OK;
+}
+
+static void config_defaults(xdev_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->rank = 0;
+    c->size = 1; /* a process started without a launcher is a job of one */
+    c->transport = "auto";
+    c->eager_limit = DEFAULT_EAGER_LIMIT;
+    c->unexpected_limit = DEFAULT_UNEXPECTED_LIMIT;
+    c->peer_timeout_ms = DEFAULT_PEER_TIMEOUT_MS;
+    c->finalize_timeout_ms = DEFAULT_FINALIZE_TIMEOUT_MS;
+}
+
+int config_from_env(xdev_config_t *c)
+{
+    const char *v;
+    int rc = XDEV_OK;
+    if ((v = getenv("XDEV_RANK")) && rc == XDEV_OK)
+        rc = parse_int(v, &c->rank);
+    if ((v = getenv("XDEV_SIZE")) && rc == XDEV_OK)
+        rc = parse_int(v, &c->size);
+    if ((v = getenv("XDEV_TRANSPORT")) && *v)
+        c->transport = v;
+    if ((v = getenv("XDEV_JOB_SECRET")))
+        c->job_secret = v;
+    if ((v = getenv("XDEV_EAGER_LIMIT")) && rc == XDEV_OK)
+        rc = parse_size(v, &c->eager_limit);
+    if ((v = getenv("XDEV_UNEXPECTED_LIMIT")) && rc == XDEV_OK)
+        rc = parse_size(v, &c->unexpected_limit);
+    if ((v = getenv("XDEV_PEER_TIMEOUT_MS")) && rc == XDEV_OK)
+        rc = parse_int(v, &c->peer_timeout_ms);
+    if ((v = getenv("XDEV_FINALIZE_TIMEOUT_MS")) && rc == XDEV_OK)
+        rc = parse_int(v, &c->finalize_timeout_ms);
+    if ((v = getenv("XDEV_THREADS"))) {
+        if (!strcmp(v, "single"))
+            c->flags |= XDEV_FLAG_SINGLE_THREAD;
+        else if (strcmp(v, "multi"))
+            rc = XDEV_ERR_INIT;
+    }
+    if ((v = getenv("XDEV_PROGRESS_THREAD")) && !strcmp(v, "1"))
+        c->flags |= XDEV_FLAG_PROGRESS_THREAD;
+    return rc;
+}
+
+int xdev_config_init(xdev_config_t *cfg)
+{
+    if (!cfg)
+        return XDEV_ERR_ARG;
+    xdev_config_t c;
+    config_defaults(&c);
+    int rc = config_from_env(&c);
+    if (rc != XDEV_OK)
+        config_defaults(&c);
+    *cfg = c;
+    return rc;
+}
+
+static bool transport_known(const char *name)
+{
+    return !strcmp(name, "auto") || !strcmp(name, "tcp");
+}
+
+int config_validate(const xdev_config_t *c)
+{
+    const unsigned known = XDEV_FLAG_SINGLE_THREAD | XDEV_FLAG_PROGRESS_THREAD;
+    if (c->size < 1 || c->rank < 0 || c->rank >= c->size || c->eager_limit > MAX_EAGER_LIMIT ||
+        c->peer_timeout_ms <= 0 || c->finalize_timeout_ms < 0 || (c->flags & ~known) ||
+        ((c->flags & XDEV_FLAG_SINGLE_THREAD) && (c->flags & XDEV_FLAG_PROGRESS_THREAD)))
+        return XDEV_ERR_ARG;
+    if (c->job_secret && strlen(c->job_secret) < MIN_SECRET_LEN)
+        return XDEV_ERR_ARG;
+    if (!c->transport || !transport_known(c->transport))
+        return XDEV_ERR_INIT;
+    if (c->size > 1 && !c->job_secret)
+        return XDEV_ERR_INIT; /* peers could not prove they belong to the job */
+    if (c->peers) {
+        for (int i = 0; i < c->size; i++)
+            if (!c->peers[i])
+                return XDEV_ERR_ARG;
+    }
+    return XDEV_OK;
+}
+
+/* Copy cfg into d, strings included, so the caller's may go away. */
+int config_copy(xdev_t *d, const xdev_config_t *cfg)
+{
+    size_t n = strlen(cfg->transport) + 1 + (cfg->job_secret ? strlen(cfg->job_secret) : 0) + 1;
+    int npeers = cfg->peers ? cfg->size : 0;
+    for (int i = 0; i < npeers; i++)
+        n += strlen(cfg->peers[i]) + 1;
+    char *mem = malloc(n + (size_t)npeers * sizeof(char *) + sizeof(char *));
+    if (!mem)
+        return XDEV_ERR_NOMEM;
+    char **table = (char **)(void *)mem;
+    char *p = mem + ((size_t)npeers + 1) * sizeof(char *);
+    d->cfg = *cfg;
+    d->cfg_strings = mem;
+#define COPY_STR(dst, src) \
+    do { size_t l_ = strlen(src) + 1; memcpy(p, src, l_); dst = p; p += l_; } while (0)
+    COPY_STR(d->cfg.transport, cfg->transport);
+    COPY_STR(d->cfg.job_secret, cfg->job_secret ? cfg->job_secret : "");
+    for (int i = 0; i < npeers; i++)
+        COPY_STR(table[i], cfg->peers[i]);
+#undef COPY_STR
+    d->cfg.peers = npeers ? (const char *const *)table : NULL;
+    return XDEV_OK;
+}

@@ -1,0 +1,182 @@
+/*
+ * device.c - creating and destroying a device, and the accessors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+#include "introspect.h"
+
+static void device_free(xdev_t *d)
+{
+    while (d->ux_head) {
+        uxmsg_t *e = d->ux_head;
+        d->ux_head = e->next;
+        free(e->data);
+        free(e);
+    }
+    xdev_mtable_destroy(&d->posted);
+    xdev_mtable_destroy(&d->unexpected);
+    req_table_destroy(d);
+    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+        pthread_mutex_destroy(&d->lock);
+    free(d->peers);
+    free(d->cfg_strings);
+    free(d);
+}
+
+static int open_transport(xdev_t *d)
+{
+    /* "auto" is TCP until there is a second transport to choose from. */
+    d->tp_ops = &xdev_tcp_ops;
+    xdev_tp_params_t p = {
+        .rank = d->rank,
+        .size = d->size,
+        .eager_limit = d->cfg.eager_limit,
+        .peer_timeout_ms = d->cfg.peer_timeout_ms,
+        .job_secret = d->cfg.job_secret,
+        .peers = d->cfg.peers,
+    };
+    return d->tp_ops->open(d, &p, &d->tp);
+}
+
+int xdev_init(const xdev_config_t *cfg, xdev_t **out)
+{
+    if (!out)
+        return XDEV_ERR_ARG;
+    xdev_config_t envcfg;
+    if (!cfg) {
+        int rc = xdev_config_init(&envcfg);
+        if (rc != XDEV_OK)
+            return rc;
+        cfg = &envcfg;
+    }
+    int rc = config_validate(cfg);
+    if (rc != XDEV_OK)
+        return rc;
+
+    xdev_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return XDEV_ERR_NOMEM;
+    d->rank = cfg->rank;
+    d->size = cfg->size;
+    d->flags = cfg->flags;
+    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+        pthread_mutex_init(&d->lock, NULL);
+    if ((rc = config_copy(d, cfg)) != XDEV_OK || (rc = req_table_init(d)) != XDEV_OK ||
+        (rc = xdev_mtable_init(&d->posted)) != XDEV_OK ||
+        (rc = xdev_mtable_init(&d->unexpected)) != XDEV_OK) {
+        device_free(d);
+        return rc;
+    }
+    d->peers = calloc((size_t)d->size, sizeof *d->peers);
+    if (!d->peers) {
+        device_free(d);
+        return XDEV_ERR_NOMEM;
+    }
+    auth_init(d);
+    if ((rc = open_transport(d)) != XDEV_OK) {
+        d->tp = NULL;
+        device_free(d);
+        return rc;
+    }
+    if ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK) {
+        d->tp_ops->close(d->tp);
+        device_free(d);
+        return rc;
+    }
+    *out = d;
+    return XDEV_OK;
+}
+
+static bool sends_done(xdev_t *d, void *deadline)
+{
+    if (xdev_now_ms() >= *(uint64_t *)deadline)
+        return true;
+    for (uint32_t i = 0; i < d->nslots; i++) {
+        xreq_t *r = d->slots[i].req;
+        if (r && r->kind == REQ_SEND && r->phase != PH_DONE)
+            return false;
+    }
+    return true;
+}
+
+static bool closed(xdev_t *d, void *deadline)
+{
+    return d->tp_ops->shutdown(d->tp) || xdev_now_ms() >= *(uint64_t *)deadline;
+}
+
+int xdev_finalize(xdev_t *d)
+{
+    if (!d)
+        return XDEV_ERR_ARG;
+    progress_thread_stop(d);
+    dev_lock(d);
+    uint64_t deadline = xdev_now_ms() + (uint64_t)d->cfg.finalize_timeout_ms;
+    progress_until(d, sends_done, &deadline);
+    d->finalizing = true;
+    proto_drop_unexpected(d);
+    progress_until(d, closed, &deadline);
+    d->tp_ops->close(d->tp);
+
+    /* Abandon what is left: its storage is the caller's again. */
+    int rc = XDEV_OK;
+    for (uint32_t i = 0; i < d->nslots; i++) {
+        xreq_t *r = d->slots[i].req;
+        if (!r)
+            continue;
+        if (r->phase != PH_DONE)
+            rc = XDEV_ERR_CANCELED;
+        req_reap(d, r, NULL);
+    }
+    dev_unlock(d);
+    device_free(d);
+    return rc;
+}
+
+int xdev_rank(const xdev_t *d) { return d ? d->rank : XDEV_ERR_ARG; }
+int xdev_size(const xdev_t *d) { return d ? d->size : XDEV_ERR_ARG; }
+
+const char *xdev_strerror(int err)
+{
+    switch (err) {
+    case XDEV_OK: return "success";
+    case XDEV_ERR_ARG: return "invalid argument";
+    case XDEV_ERR_NOMEM: return "out of memory";
+    case XDEV_ERR_TRUNCATE: return "message truncated: longer than the receive buffer";
+    case XDEV_ERR_PEER: return "peer failed, left, or broke the protocol";
+    case XDEV_ERR_CANCELED: return "request abandoned by xdev_finalize";
+    case XDEV_ERR_INIT: return "bad or missing configuration";
+    case XDEV_ERR_SYSTEM: return "operating system call failed";
+    default: return "unknown xdev error code";
+    }
+}
+
+const char *xdev_version(void)
+{
+#define XDEV_STR_(x) #x
+#define XDEV_STR(x) XDEV_STR_(x)
+    return XDEV_STR(XDEV_VERSION_MAJOR) "." XDEV_STR(XDEV_VERSION_MINOR) "." XDEV_STR(
+        XDEV_VERSION_PATCH);
+}
+
+size_t xdev_unexpected_bytes(xdev_t *d)
+{
+    dev_lock(d);
+    size_t n = d->ux_bytes;
+    dev_unlock(d);
+    return n;
+}
+
+size_t xdev_unexpected_peak(xdev_t *d)
+{
+    dev_lock(d);
+    size_t n = d->ux_peak;
+    dev_unlock(d);
+    return n;
+}
+
+const char *xdev_peer_transport(xdev_t *d, int peer)
+{
+    return peer == d->rank ? "self" : d->tp_ops->name;
+}

@@ -1,0 +1,176 @@
+/*
+ * device.h - the insides of a device, shared by the core's files.
+ */
+#ifndef XDEV_DEVICE_H
+#define XDEV_DEVICE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include "match.h"
+#include "transport.h"
+#include "xdev.h"
+
+enum req_kind { REQ_SEND = 1, REQ_RECV = 2 };
+
+/* Where a request is in its protocol. */
+enum req_phase {
+    PH_SEND_EAGER,    /* eager message queued in the transport */
+    PH_SEND_SYNC,     /* eager-sync: waiting for F_WRITTEN and F_ACKED */
+    PH_RNDZ_START,    /* RNDZ_START queued */
+    PH_WAIT_REPLY,    /* RNDZ_START sent; waiting for the receiver */
+    PH_RNDZ_DATA,     /* data queued after the receiver's reply */
+    PH_SELF_WAIT,     /* send to self waiting in the unexpected queue */
+    PH_RECV_POSTED,   /* in the posted queue */
+    PH_RECV_FILLING,  /* matched; payload on its way into the buffer */
+    PH_REPLY_QUEUED,  /* rendezvous matched; RNDZ_REPLY queued */
+    PH_WAIT_DATA,     /* RNDZ_REPLY sent; waiting for RNDZ_DATA */
+    PH_DONE,
+};
+
+enum req_flag {
+    F_SYNC = 1 << 0,
+    F_WRITTEN = 1 << 1, /* eager-sync data has left */
+    F_ACKED = 1 << 2,   /* eager-sync: the receiver matched it */
+    F_IN_CQ = 1 << 3,   /* on the completion queue, not yet handed out */
+};
+
+/* What a txop carries (xdev_txop_t.owner). */
+enum op_owner { OP_REQ = 1, OP_SYNC_ACK = 2 };
+
+typedef struct xreq {
+    uint64_t magic;       /* REQ_MAGIC while active; cleared when reaped */
+    xdev_t *dev;
+    uint64_t id;          /* handle peers use to name this request */
+    struct xreq *cq_prev, *cq_next;
+    void *buf;
+    size_t len;
+    int peer, tag, ctx;
+    uint8_t kind, phase;
+    uint16_t flags;
+    uint64_t seq;         /* posting order, for wildcard fairness */
+    xdev_mnode_t mnode;   /* posted-queue link */
+    uint64_t remote_id;   /* the peer's request id */
+    xdev_status_t status;
+    xdev_txop_t op;
+} xreq_t;
+
+#define REQ_MAGIC 0x78646576726571ull /* "xdevreq" */
+
+_Static_assert(sizeof(xreq_t) <= sizeof(((xdev_request_t *)0)->opaque_),
+               "xdev_request_t has room for a request");
+
+static inline xreq_t *xreq_of(xdev_request_t *r) { return (xreq_t *)(void *)r->opaque_; }
+static inline xdev_request_t *public_of(xreq_t *r)
+{
+    return (xdev_request_t *)(void *)((char *)r - offsetof(xdev_request_t, opaque_));
+}
+
+enum ux_state {
+    UX_ARRIVING, /* payload being placed into data */
+    UX_READY,    /* complete: eager data buffered, or a rendezvous offer */
+    UX_DEFERRED, /* payload still with the transport (or a self sender) */
+};
+
+/* An unexpected message: arrived before a receive matched it. */
+typedef struct uxmsg {
+    xdev_mnode_t node[4];        /* see match.h: exact and the 3 wildcard keys */
+    struct uxmsg *prev, *next;   /* all entries, in arrival order */
+    int src, tag, ctx;
+    uint32_t type;
+    uint8_t state;
+    bool queued;                 /* still in the match lists */
+    size_t len;                  /* full message length */
+    uint64_t remote_id;          /* sender's request id (sync, rendezvous) */
+    void *data;                  /* buffered payload, or NULL */
+    size_t charge;               /* bytes counted against the bound */
+    xreq_t *rreq;                /* receive that matched it before it was READY */
+    void *token;                 /* transport connection holding a deferred payload */
+    xreq_t *self_sreq;           /* deferred send to self */
+} uxmsg_t;
+
+typedef struct peer {
+    bool dead;
+    size_t eager_limit; /* largest eager message the peer may send us */
+} peer_t;
+
+typedef struct req_slot {
+    xreq_t *req;
+    uint32_t gen;
+    uint32_t next_free;
+} req_slot_t;
+
+struct xdev {
+    int rank, size;
+    unsigned flags;
+    xdev_config_t cfg;      /* with strings owned by the device */
+    char *cfg_strings;
+    pthread_mutex_t lock;
+    bool finalizing;
+
+    const xdev_tp_ops_t *tp_ops;
+    xdev_tp_t *tp;
+    peer_t *peers;
+
+    req_slot_t *slots;
+    uint32_t nslots, free_slot;
+    size_t nactive;
+    xreq_t *cq_head, *cq_tail;
+
+    xdev_mtable_t posted, unexpected;
+    uint64_t post_seq;
+    unsigned posted_wild[4];   /* posted receives per wildcard kind */
+    uxmsg_t *ux_head, *ux_tail;
+    size_t ux_bytes, ux_peak, ux_deferred;
+
+    uint64_t auth_key[2];
+
+    pthread_t progress_thread;
+    bool progress_thread_running;
+    bool progress_thread_stop; /* read and written atomically */
+};
+
+/* Locking: a no-op for single-threaded devices. */
+static inline void dev_lock(xdev_t *d)
+{
+    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+        pthread_mutex_lock(&d->lock);
+}
+static inline void dev_unlock(xdev_t *d)
+{
+    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+        pthread_mutex_unlock(&d->lock);
+}
+
+/* request.c */
+int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx);
+void req_complete(xdev_t *d, xreq_t *r, int err);
+void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st);
+xreq_t *req_cq_pop(xdev_t *d);
+xreq_t *req_lookup(xdev_t *d, uint64_t id);
+bool req_is_active(const xreq_t *r);
+int req_table_init(xdev_t *d);
+void req_table_destroy(xdev_t *d);
+
+/* proto.c */
+int proto_send(xdev_t *d, xreq_t *r, bool sync);
+int proto_recv(xdev_t *d, xreq_t *r);
+uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
+void proto_drop_unexpected(xdev_t *d);
+
+/* progress.c */
+void progress_once(xdev_t *d);
+/* Wait (dropping the lock while asleep) until done(d, arg) holds. The
+ * lock is held on entry and on return. */
+void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg);
+int progress_thread_start(xdev_t *d);
+void progress_thread_stop(xdev_t *d);
+
+/* auth.c */
+void auth_init(xdev_t *d);
+
+/* config.c */
+int config_from_env(xdev_config_t *cfg);
+int config_validate(const xdev_config_t *cfg);
+int config_copy(xdev_t *d, const xdev_config_t *cfg);
+
+#endif

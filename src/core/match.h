@@ -1,0 +1,41 @@
+/*
+ * match.h - queues keyed by (source, tag, context).
+ *
+ * A table of FIFO lists, one per key, where the source and the tag of a key
+ * may be the wildcard -1. Posted receives go into the list of their own key;
+ * an unexpected message goes into the four lists a receive could look in:
+ * (s,t,c), (ANY,t,c), (s,ANY,c), (ANY,ANY,c). Either way a match is a few
+ * hash lookups, never a walk over everything queued.
+ */
+#ifndef XDEV_MATCH_H
+#define XDEV_MATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct xdev_mbucket xdev_mbucket_t;
+
+typedef struct xdev_mnode {
+    struct xdev_mnode *prev, *next;
+    xdev_mbucket_t *bucket;
+} xdev_mnode_t;
+
+typedef struct xdev_mtable {
+    xdev_mbucket_t **slots;
+    size_t nslots;   /* a power of two */
+    size_t nbuckets;
+} xdev_mtable_t;
+
+int xdev_mtable_init(xdev_mtable_t *t);
+void xdev_mtable_destroy(xdev_mtable_t *t);
+
+/* First node queued under exactly this key, or NULL. */
+xdev_mnode_t *xdev_mtable_head(const xdev_mtable_t *t, int src, int tag, int ctx);
+
+/* Queue n at the tail of key's list. Returns 0 or XDEV_ERR_NOMEM. */
+int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t *n);
+
+/* Unlink n from its list (n must be queued). */
+void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * progress.c - how a waiting caller drives the transports.
+ *
+ * Busy-polling gives the lowest latency but starves other ranks when a
+ * node runs more ranks than cores, so a wait spins for a short while,
+ * then yields the core between polls, then sleeps on the transport's file
+ * descriptor. The device lock is dropped whenever the waiter yields or
+ * sleeps so that other threads can post and complete requests meanwhile.
+ */
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+#include "device.h"
+
+#define SPIN_NS 200000ull       /* pure busy-polling */
+#define YIELD_NS 5000000ull     /* then polling with sched_yield between */
+#define SLEEP_MS_SINGLE 10      /* then sleeping in poll(); nobody else can */
+#define SLEEP_MS_MULTI 1        /* complete our request but the network, */
+                                /* unless other threads share the device */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t xdev_now_ms(void)
+{
+    return now_ns() / 1000000ull;
+}
+
+void progress_once(xdev_t *d)
+{
+    d->tp_ops->progress(d->tp, 0);
+}
+
+static void sleep_on_transport(xdev_t *d, int ms)
+{
+    struct pollfd p = { .fd = d->tp_ops->wait_fd(d->tp), .events = POLLIN };
+    dev_unlock(d);
+    if (p.fd >= 0)
+        poll(&p, 1, ms);
+    else
+        sched_yield();
+    dev_lock(d);
+}
+
+void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
+{
+    bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
+    uint64_t start = 0;
+    for (unsigned spins = 0; !done(d, arg); spins++) {
+        progress_once(d);
+        if (done(d, arg))
+            return;
+        if (spins < 64)
+            continue; /* skip the clock while a reply is likely imminent */
+        uint64_t waited = start ? now_ns() - start : (start = now_ns(), 0);
+        if (waited < SPIN_NS) {
+            if (multi && spins % 16 == 0) {
+                dev_unlock(d); /* let other threads in now and then */
+                dev_lock(d);
+            }
+        } else if (waited < YIELD_NS) {
+            dev_unlock(d);
+            sched_yield();
+            dev_lock(d);
+        } else {
+            sleep_on_transport(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE);
+            progress_once(d);
+        }
+    }
+}
+
+static void *progress_main(void *arg)
+{
+    xdev_t *d = arg;
+    while (!__atomic_load_n(&d->progress_thread_stop, __ATOMIC_ACQUIRE)) {
+        struct pollfd p = { .fd = d->tp_ops->wait_fd(d->tp), .events = POLLIN };
+        poll(&p, p.fd >= 0 ? 1 : 0, 10);
+        dev_lock(d);
+        progress_once(d);
+        dev_unlock(d);
+    }
+    return NULL;
+}
+
+int progress_thread_start(xdev_t *d)
+{
+    if (pthread_create(&d->progress_thread, NULL, progress_main, d) != 0)
+        return XDEV_ERR_SYSTEM;
+    d->progress_thread_running = true;
+    return XDEV_OK;
+}
+
+void progress_thread_stop(xdev_t *d)
+{
+    if (!d->progress_thread_running)
+        return;
+    __atomic_store_n(&d->progress_thread_stop, true, __ATOMIC_RELEASE);
+    pthread_join(d->progress_thread, NULL);
+    d->progress_thread_running = false;
+}

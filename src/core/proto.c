@@ -1,0 +1,629 @@
+/*
+ * proto.c - the protocols every transport shares: matching of arrivals
+ * against posted receives, the unexpected queue and its memory bound,
+ * eager, synchronous and rendezvous sends, and the path to one's own rank.
+ *
+ * The transport hands us each arrival's head first (xdev_core_rx_begin) so
+ * that we can say where the payload belongs before it is read: straight
+ * into a matching receive's buffer, into a buffer of the unexpected queue
+ * while the memory bound allows, or nowhere yet (deferred: the transport
+ * stops reading from that peer, which is what slows a flooding sender down,
+ * until a receive or freed memory gives the payload a place).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+
+#define UX_ENTRY_COST sizeof(uxmsg_t)
+
+/* ---- request id cookies: a tagged pointer tells a request from an
+ * unexpected entry in xdev_rx_t.cookie ---- */
+
+static void *cookie_of_ux(uxmsg_t *e) { return (void *)((uintptr_t)e | 1); }
+static bool cookie_is_ux(void *c) { return ((uintptr_t)c & 1) != 0; }
+static uxmsg_t *ux_of_cookie(void *c) { return (uxmsg_t *)((uintptr_t)c & ~(uintptr_t)1); }
+
+static int wild_kind(int src, int tag)
+{
+    return (src == XDEV_ANY_SOURCE ? 1 : 0) | (tag == XDEV_ANY_TAG ? 2 : 0);
+}
+
+static void head_init(xdev_head_t *h, const xdev_t *d, int dst, int tag, int ctx, uint32_t type)
+{
+    memset(h, 0, sizeof *h);
+    h->hdr.src = (uint32_t)d->rank;
+    h->hdr.dst = (uint32_t)dst;
+    h->hdr.tag = tag;
+    h->hdr.ctx = ctx;
+    h->hdr.type = type;
+}
+
+static void op_build(xdev_txop_t *op, const xdev_head_t *h, const void *payload, size_t len)
+{
+    op->next = NULL;
+    op->sent = 0;
+    op->head_len = (uint32_t)xdev_wire_encode(h, xdev_txop_head(op));
+    op->payload = payload;
+    op->payload_len = len;
+}
+
+/* ---- unexpected queue ---- */
+
+static bool ux_charge(xdev_t *d, uxmsg_t *e, size_t bytes)
+{
+    if (d->ux_bytes + bytes > d->cfg.unexpected_limit)
+        return false;
+    d->ux_bytes += bytes;
+    if (d->ux_bytes > d->ux_peak)
+        d->ux_peak = d->ux_bytes;
+    e->charge = bytes;
+    return true;
+}
+
+static int ux_enqueue(xdev_t *d, uxmsg_t *e)
+{
+    const int keys[4][2] = {
+        { e->src, e->tag }, { XDEV_ANY_SOURCE, e->tag },
+        { e->src, XDEV_ANY_TAG }, { XDEV_ANY_SOURCE, XDEV_ANY_TAG },
+    };
+    for (int i = 0; i < 4; i++) {
+        if (xdev_mtable_append(&d->unexpected, keys[i][0], keys[i][1], e->ctx, &e->node[i])) {
+            while (i--)
+                xdev_mtable_remove(&d->unexpected, &e->node[i]);
+            return XDEV_ERR_NOMEM;
+        }
+    }
+    e->queued = true;
+    e->prev = d->ux_tail;
+    e->next = NULL;
+    if (d->ux_tail)
+        d->ux_tail->next = e;
+    else
+        d->ux_head = e;
+    d->ux_tail = e;
+    return XDEV_OK;
+}
+
+static void ux_dequeue(xdev_t *d, uxmsg_t *e)
+{
+    if (!e->queued)
+        return;
+    for (int i = 0; i < 4; i++)
+        xdev_mtable_remove(&d->unexpected, &e->node[i]);
+    e->queued = false;
+}
+
+static void ux_retry_deferred(xdev_t *d);
+
+static void ux_free(xdev_t *d, uxmsg_t *e)
+{
+    ux_dequeue(d, e);
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        d->ux_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        d->ux_tail = e->prev;
+    if (e->state == UX_DEFERRED)
+        d->ux_deferred--;
+    bool freed = e->charge != 0;
+    d->ux_bytes -= e->charge;
+    free(e->data);
+    free(e);
+    if (freed && d->ux_deferred)
+        ux_retry_deferred(d);
+}
+
+/* The oldest unexpected message a receive for (src, tag, ctx) may take. */
+static uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
+{
+    xdev_mnode_t *n = xdev_mtable_head(&d->unexpected, src, tag, ctx);
+    if (!n)
+        return NULL;
+    int k = wild_kind(src, tag);
+    return (uxmsg_t *)(void *)((char *)(n - k) - offsetof(uxmsg_t, node));
+}
+
+uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
+{
+    return ux_find(d, src, tag, ctx);
+}
+
+/* ---- posted receives ---- */
+
+/* Remove and return the earliest-posted receive that matches an arrival
+ * from (src, tag, ctx): the heads of the four keys it could be under. */
+static xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
+{
+    xdev_mnode_t *best = xdev_mtable_head(&d->posted, src, tag, ctx);
+    xreq_t *r = best ? (xreq_t *)(void *)((char *)best - offsetof(xreq_t, mnode)) : NULL;
+    const int keys[3][2] = { { XDEV_ANY_SOURCE, tag }, { src, XDEV_ANY_TAG },
+                             { XDEV_ANY_SOURCE, XDEV_ANY_TAG } };
+    for (int k = 1; k <= 3; k++) {
+        if (!d->posted_wild[k])
+            continue;
+        xdev_mnode_t *n = xdev_mtable_head(&d->posted, keys[k - 1][0], keys[k - 1][1], ctx);
+        if (!n)
+            continue;
+        xreq_t *c = (xreq_t *)(void *)((char *)n - offsetof(xreq_t, mnode));
+        if (!r || c->seq < r->seq)
+            r = c;
+    }
+    if (r) {
+        xdev_mtable_remove(&d->posted, &r->mnode);
+        d->posted_wild[wild_kind(r->peer, r->tag)]--;
+    }
+    return r;
+}
+
+/* A receive has matched a message of `len` bytes: fill in its status. */
+static size_t recv_accept(xreq_t *r, int src, int tag, size_t len)
+{
+    size_t n = len < r->len ? len : r->len;
+    r->status.source = src;
+    r->status.tag = tag;
+    r->status.count = n;
+    r->status.error = len > r->len ? XDEV_ERR_TRUNCATE : XDEV_OK;
+    r->phase = PH_RECV_FILLING;
+    return n;
+}
+
+/* ---- sending ---- */
+
+static void op_sent(xdev_t *d, xreq_t *r)
+{
+    switch (r->phase) {
+    case PH_SEND_EAGER:
+    case PH_RNDZ_DATA:
+        req_complete(d, r, XDEV_OK);
+        break;
+    case PH_SEND_SYNC:
+        r->flags |= F_WRITTEN;
+        if (r->flags & F_ACKED)
+            req_complete(d, r, XDEV_OK);
+        break;
+    case PH_RNDZ_START:
+        r->phase = PH_WAIT_REPLY;
+        break;
+    case PH_REPLY_QUEUED:
+        r->phase = PH_WAIT_DATA;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Hand r's op to the transport and deal with an immediate outcome. */
+static void send_op(xdev_t *d, xreq_t *r, int peer)
+{
+    int rc = d->tp_ops->send(d->tp, peer, &r->op);
+    if (rc == 1)
+        op_sent(d, r);
+    else if (rc < 0)
+        req_complete(d, r, XDEV_ERR_PEER);
+}
+
+static void send_sync_ack(xdev_t *d, int peer, int tag, int ctx, uint64_t sreq)
+{
+    if (d->peers[peer].dead)
+        return;
+    xdev_txop_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return; /* the sender's issend then fails when either side goes away */
+    xdev_head_t h;
+    head_init(&h, d, peer, tag, ctx, XDEV_MSG_SYNC_ACK);
+    h.f[0] = sreq;
+    op_build(op, &h, NULL, 0);
+    op->owner = OP_SYNC_ACK;
+    if (d->tp_ops->send(d->tp, peer, op) != 0)
+        free(op);
+}
+
+/* Rendezvous: r matched an offer of the sender's request sreq; its status
+ * already says how many bytes it accepts. Ask for them. */
+static void rndz_reply(xdev_t *d, xreq_t *r, uint64_t sreq)
+{
+    xdev_head_t h;
+    head_init(&h, d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_RNDZ_REPLY);
+    h.f[0] = sreq;
+    h.f[1] = r->id;
+    h.f[2] = r->status.count;
+    op_build(&r->op, &h, NULL, 0);
+    r->phase = PH_REPLY_QUEUED;
+    send_op(d, r, r->status.source);
+}
+
+static uxmsg_t *ux_new(int src, int tag, int ctx, uint32_t type, size_t len, uint64_t remote)
+{
+    uxmsg_t *e = calloc(1, sizeof *e);
+    if (e) {
+        e->src = src;
+        e->tag = tag;
+        e->ctx = ctx;
+        e->type = type;
+        e->len = len;
+        e->remote_id = remote;
+    }
+    return e;
+}
+
+/* A send to our own rank: a copy, with the sender held back (deferred)
+ * when the receive is not posted yet and the message is synchronous, large,
+ * or over the unexpected-memory bound. */
+static int self_send(xdev_t *d, xreq_t *s, bool sync)
+{
+    xreq_t *r = posted_take(d, d->rank, s->tag, s->ctx);
+    if (r) {
+        size_t n = recv_accept(r, d->rank, s->tag, s->len);
+        if (n)
+            memcpy(r->buf, s->buf, n);
+        req_complete(d, r, XDEV_OK);
+        req_complete(d, s, XDEV_OK);
+        return XDEV_OK;
+    }
+    uxmsg_t *e = ux_new(d->rank, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER,
+                        s->len, 0);
+    if (!e)
+        return XDEV_ERR_NOMEM;
+    if (!sync && s->len <= d->cfg.eager_limit && ux_charge(d, e, UX_ENTRY_COST + s->len) &&
+        (s->len == 0 || (e->data = malloc(s->len)))) {
+        if (s->len)
+            memcpy(e->data, s->buf, s->len);
+        e->state = UX_READY;
+    } else {
+        d->ux_bytes -= e->charge;
+        e->charge = 0;
+        e->state = UX_DEFERRED;
+        e->self_sreq = s;
+        s->phase = PH_SELF_WAIT;
+    }
+    int rc = ux_enqueue(d, e);
+    if (rc != XDEV_OK) {
+        d->ux_bytes -= e->charge;
+        free(e->data);
+        free(e);
+        return rc;
+    }
+    if (e->state == UX_DEFERRED)
+        d->ux_deferred++;
+    else
+        req_complete(d, s, XDEV_OK);
+    return XDEV_OK;
+}
+
+int proto_send(xdev_t *d, xreq_t *s, bool sync)
+{
+    if (sync)
+        s->flags |= F_SYNC;
+    s->status.count = s->len;
+    if (s->peer == d->rank)
+        return self_send(d, s, sync);
+    if (d->peers[s->peer].dead) {
+        req_complete(d, s, XDEV_ERR_PEER);
+        return XDEV_OK;
+    }
+    xdev_head_t h;
+    if (s->len <= d->cfg.eager_limit) {
+        head_init(&h, d, s->peer, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER);
+        h.f[0] = s->id;
+        op_build(&s->op, &h, s->buf, s->len);
+        s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
+    } else {
+        head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_START);
+        h.f[0] = s->id;
+        h.f[1] = s->len;
+        op_build(&s->op, &h, NULL, 0);
+        s->phase = PH_RNDZ_START;
+    }
+    send_op(d, s, s->peer);
+    return XDEV_OK;
+}
+
+/* ---- receiving ---- */
+
+/* r (already accepted, status filled) took unexpected entry e. */
+static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
+{
+    size_t n = recv_accept(r, e->src, e->tag, e->len);
+    ux_dequeue(d, e);
+    if (e->state == UX_ARRIVING) {
+        e->rreq = r; /* finished in xdev_core_rx_end */
+        return;
+    }
+    if (e->state == UX_DEFERRED && !e->self_sreq) {
+        e->rreq = r;
+        bool offer = e->type == XDEV_MSG_RNDZ_START;
+        d->tp_ops->resume(d->tp, e->token, offer ? NULL : r->buf, offer ? 0 : n);
+        return;
+    }
+    if (e->type == XDEV_MSG_RNDZ_START) {
+        rndz_reply(d, r, e->remote_id);
+    } else {
+        const void *src = e->self_sreq ? e->self_sreq->buf : e->data;
+        if (n)
+            memcpy(r->buf, src, n);
+        if (e->self_sreq)
+            req_complete(d, e->self_sreq, XDEV_OK);
+        else if (e->type == XDEV_MSG_EAGER_SYNC)
+            send_sync_ack(d, e->src, e->tag, e->ctx, e->remote_id);
+        req_complete(d, r, XDEV_OK);
+    }
+    ux_free(d, e);
+}
+
+int proto_recv(xdev_t *d, xreq_t *r)
+{
+    uxmsg_t *e = ux_find(d, r->peer, r->tag, r->ctx);
+    if (e) {
+        take_unexpected(d, e, r);
+        return XDEV_OK;
+    }
+    if (r->peer != XDEV_ANY_SOURCE && d->peers[r->peer].dead) {
+        req_complete(d, r, XDEV_ERR_PEER);
+        return XDEV_OK;
+    }
+    int rc = xdev_mtable_append(&d->posted, r->peer, r->tag, r->ctx, &r->mnode);
+    if (rc != XDEV_OK)
+        return rc;
+    r->seq = ++d->post_seq;
+    r->phase = PH_RECV_POSTED;
+    d->posted_wild[wild_kind(r->peer, r->tag)]++;
+    if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
+        d->tp_ops->watch(d->tp, r->peer);
+    return XDEV_OK;
+}
+
+/* Memory was freed: give deferred payloads a buffer while the bound allows,
+ * oldest first, so that their peers can be read from again. */
+static void ux_retry_deferred(xdev_t *d)
+{
+    for (uxmsg_t *e = d->ux_head; e && d->ux_deferred; e = e->next) {
+        if (e->state != UX_DEFERRED || e->self_sreq || e->rreq)
+            continue;
+        size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
+        if (!ux_charge(d, e, UX_ENTRY_COST + payload))
+            break;
+        if (payload && !(e->data = malloc(payload))) {
+            d->ux_bytes -= e->charge;
+            e->charge = 0;
+            break;
+        }
+        e->state = UX_ARRIVING;
+        d->ux_deferred--;
+        d->tp_ops->resume(d->tp, e->token, e->data, payload);
+    }
+}
+
+/* An eager message or a rendezvous offer arrived from peer. */
+static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
+{
+    const xdev_hdr_t *h = &rx->head.hdr;
+    bool offer = h->type == XDEV_MSG_RNDZ_START;
+    size_t msglen = offer ? rx->head.f[1] : rx->len;
+    if (d->finalizing)
+        return XDEV_RX_DELIVER; /* nobody will receive it: discard */
+
+    xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
+    if (r) {
+        size_t n = recv_accept(r, peer, h->tag, msglen);
+        if (offer) {
+            rndz_reply(d, r, rx->head.f[0]);
+            return XDEV_RX_DELIVER;
+        }
+        if (h->type == XDEV_MSG_EAGER_SYNC) {
+            r->flags |= F_SYNC;
+            r->remote_id = rx->head.f[0];
+        }
+        rx->dst = r->buf;
+        rx->dst_len = n;
+        rx->cookie = r;
+        return XDEV_RX_DELIVER;
+    }
+
+    uxmsg_t *e = ux_new(peer, h->tag, h->ctx, h->type, msglen, rx->head.f[0]);
+    if (!e)
+        return XDEV_ERR_NOMEM;
+    size_t payload = rx->len;
+    if (ux_charge(d, e, UX_ENTRY_COST + payload) && (payload == 0 || (e->data = malloc(payload)))) {
+        e->state = UX_ARRIVING;
+        rx->dst = e->data;
+        rx->dst_len = payload;
+    } else {
+        d->ux_bytes -= e->charge;
+        e->charge = 0;
+        e->state = UX_DEFERRED;
+        e->token = token;
+    }
+    int rc = ux_enqueue(d, e);
+    if (rc != XDEV_OK) {
+        d->ux_bytes -= e->charge;
+        free(e->data);
+        free(e);
+        return rc;
+    }
+    rx->cookie = cookie_of_ux(e);
+    if (e->state == UX_DEFERRED) {
+        d->ux_deferred++;
+        return XDEV_RX_DEFER;
+    }
+    return XDEV_RX_DELIVER;
+}
+
+static int rx_sync_ack(xdev_t *d, int peer, const xdev_rx_t *rx)
+{
+    xreq_t *s = req_lookup(d, rx->head.f[0]);
+    if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_SEND_SYNC ||
+        (s->flags & F_ACKED))
+        return XDEV_ERR_PEER;
+    s->flags |= F_ACKED;
+    if (s->flags & F_WRITTEN)
+        req_complete(d, s, XDEV_OK);
+    return XDEV_RX_DELIVER;
+}
+
+static int rx_rndz_reply(xdev_t *d, int peer, const xdev_rx_t *rx)
+{
+    xreq_t *s = req_lookup(d, rx->head.f[0]);
+    if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_WAIT_REPLY ||
+        rx->head.f[2] > s->len)
+        return XDEV_ERR_PEER;
+    xdev_head_t h;
+    head_init(&h, d, peer, s->tag, s->ctx, XDEV_MSG_RNDZ_DATA);
+    h.f[0] = rx->head.f[1];
+    op_build(&s->op, &h, s->buf, (size_t)rx->head.f[2]);
+    s->phase = PH_RNDZ_DATA;
+    send_op(d, s, peer);
+    return XDEV_RX_DELIVER;
+}
+
+static int rx_rndz_data(xdev_t *d, int peer, xdev_rx_t *rx)
+{
+    xreq_t *r = req_lookup(d, rx->head.f[0]);
+    if (!r || r->kind != REQ_RECV || r->phase != PH_WAIT_DATA || r->status.source != peer ||
+        rx->len != r->status.count)
+        return XDEV_ERR_PEER;
+    r->phase = PH_RECV_FILLING;
+    rx->dst = r->buf;
+    rx->dst_len = rx->len;
+    rx->cookie = r;
+    return XDEV_RX_DELIVER;
+}
+
+int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
+{
+    const xdev_hdr_t *h = &rx->head.hdr;
+    rx->dst = NULL;
+    rx->dst_len = 0;
+    rx->cookie = NULL;
+    if (h->src != (uint32_t)peer || h->dst != (uint32_t)d->rank || h->tag < 0 || h->ctx < 0)
+        return XDEV_ERR_PEER;
+    switch (h->type) {
+    case XDEV_MSG_EAGER:
+    case XDEV_MSG_EAGER_SYNC:
+        if (rx->len > d->peers[peer].eager_limit)
+            return XDEV_ERR_PEER;
+        return rx_message(d, peer, token, rx);
+    case XDEV_MSG_RNDZ_START:
+        return rx->len ? XDEV_ERR_PEER : rx_message(d, peer, token, rx);
+    case XDEV_MSG_SYNC_ACK:
+        return rx->len ? XDEV_ERR_PEER : rx_sync_ack(d, peer, rx);
+    case XDEV_MSG_RNDZ_REPLY:
+        return rx->len ? XDEV_ERR_PEER : rx_rndz_reply(d, peer, rx);
+    case XDEV_MSG_RNDZ_DATA:
+        return rx_rndz_data(d, peer, rx);
+    default:
+        return XDEV_ERR_PEER;
+    }
+}
+
+/* A receive's payload is all in place: finish the receive. */
+static void recv_filled(xdev_t *d, xreq_t *r)
+{
+    if ((r->flags & F_SYNC) && !d->peers[r->status.source].dead)
+        send_sync_ack(d, r->status.source, r->status.tag, r->ctx, r->remote_id);
+    req_complete(d, r, XDEV_OK);
+}
+
+void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
+{
+    if (!rx->cookie)
+        return;
+    if (!cookie_is_ux(rx->cookie)) {
+        recv_filled(d, rx->cookie);
+        return;
+    }
+    uxmsg_t *e = ux_of_cookie(rx->cookie);
+    xreq_t *r = e->rreq;
+    if (!r) {
+        e->state = UX_READY;
+        return;
+    }
+    if (e->type == XDEV_MSG_RNDZ_START) {
+        rndz_reply(d, r, e->remote_id);
+    } else {
+        if (e->data && r->status.count)
+            memcpy(r->buf, e->data, r->status.count);
+        if (e->type == XDEV_MSG_EAGER_SYNC) {
+            r->flags |= F_SYNC;
+            r->remote_id = e->remote_id;
+        }
+        recv_filled(d, r);
+    }
+    ux_free(d, e);
+}
+
+void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
+{
+    if (op->owner == OP_SYNC_ACK) {
+        free(op);
+        return;
+    }
+    xreq_t *r = (xreq_t *)(void *)((char *)op - offsetof(xreq_t, op));
+    if (err != XDEV_OK) {
+        if (r->phase != PH_DONE)
+            req_complete(d, r, err);
+        return;
+    }
+    op_sent(d, r);
+}
+
+void xdev_core_peer_eager_limit(xdev_t *d, int peer, size_t limit)
+{
+    d->peers[peer].eager_limit = limit;
+}
+
+/* Does r still wait for something from `peer`? */
+static bool waits_on(const xreq_t *r, int peer)
+{
+    if (r->phase == PH_DONE)
+        return false;
+    if (r->kind == REQ_SEND)
+        return r->peer == peer;
+    if (r->phase == PH_RECV_POSTED)
+        return r->peer == peer;
+    return r->status.source == peer;
+}
+
+void xdev_core_peer_failed(xdev_t *d, int peer)
+{
+    if (d->peers[peer].dead)
+        return;
+    d->peers[peer].dead = true;
+    /* Messages from it that had not fully arrived are lost with it; the
+     * ones that did arrive stay receivable. */
+    uxmsg_t *next;
+    for (uxmsg_t *e = d->ux_head; e; e = next) {
+        next = e->next;
+        if (e->src != peer || (e->state == UX_READY && e->type != XDEV_MSG_RNDZ_START))
+            continue;
+        if (e->rreq)
+            req_complete(d, e->rreq, XDEV_ERR_PEER);
+        ux_free(d, e);
+        next = d->ux_head; /* ux_free may have resumed others; rescan */
+    }
+    for (uint32_t i = 0; i < d->nslots; i++) {
+        xreq_t *r = d->slots[i].req;
+        if (!r || !waits_on(r, peer))
+            continue;
+        if (r->phase == PH_RECV_POSTED) {
+            xdev_mtable_remove(&d->posted, &r->mnode);
+            d->posted_wild[wild_kind(r->peer, r->tag)]--;
+        }
+        req_complete(d, r, XDEV_ERR_PEER);
+    }
+}
+
+/* Finalize: payloads still waiting with the transport will never be
+ * received; let the transport read past them. */
+void proto_drop_unexpected(xdev_t *d)
+{
+    for (uxmsg_t *e = d->ux_head; e; e = e->next) {
+        if (e->state != UX_DEFERRED || e->self_sreq || e->rreq)
+            continue;
+        e->state = UX_ARRIVING;
+        d->ux_deferred--;
+        d->tp_ops->resume(d->tp, e->token, NULL, 0);
+    }
+}

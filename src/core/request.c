@@ -1,0 +1,140 @@
+/*
+ * request.c - request lifetime: the id table that lets a peer name one of
+ * our requests without us ever trusting a pointer off the wire, and the
+ * completion queue that xdev_peek hands out from.
+ *
+ * An id is (generation << 32 | slot). A slot's generation changes every
+ * time it is freed, so a stale or forged id from a peer never reaches a
+ * request it does not belong to.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+
+#define NO_SLOT UINT32_MAX
+
+int req_table_init(xdev_t *d)
+{
+    d->nslots = 0;
+    d->slots = NULL;
+    d->free_slot = NO_SLOT;
+    return XDEV_OK;
+}
+
+void req_table_destroy(xdev_t *d)
+{
+    free(d->slots);
+    d->slots = NULL;
+}
+
+static int grow_slots(xdev_t *d)
+{
+    uint32_t n = d->nslots ? d->nslots * 2 : 256;
+    req_slot_t *s = realloc(d->slots, (size_t)n * sizeof *s);
+    if (!s)
+        return XDEV_ERR_NOMEM;
+    for (uint32_t i = d->nslots; i < n; i++) {
+        s[i].req = NULL;
+        s[i].gen = 1;
+        s[i].next_free = i + 1 < n ? i + 1 : d->free_slot;
+    }
+    d->free_slot = d->nslots;
+    d->slots = s;
+    d->nslots = n;
+    return XDEV_OK;
+}
+
+bool req_is_active(const xreq_t *r)
+{
+    return r->magic == REQ_MAGIC;
+}
+
+int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx)
+{
+    if (d->free_slot == NO_SLOT && grow_slots(d) != XDEV_OK)
+        return XDEV_ERR_NOMEM;
+    uint32_t slot = d->free_slot;
+    d->free_slot = d->slots[slot].next_free;
+    d->slots[slot].req = r;
+
+    memset(r, 0, sizeof *r);
+    r->magic = REQ_MAGIC;
+    r->dev = d;
+    r->id = (uint64_t)d->slots[slot].gen << 32 | slot;
+    r->kind = (uint8_t)kind;
+    r->buf = buf;
+    r->len = len;
+    r->peer = peer;
+    r->tag = tag;
+    r->ctx = ctx;
+    r->op.owner = OP_REQ;
+    r->status.source = peer;
+    r->status.tag = tag;
+    r->status.ctx = ctx;
+    d->nactive++;
+    return XDEV_OK;
+}
+
+xreq_t *req_lookup(xdev_t *d, uint64_t id)
+{
+    uint32_t slot = (uint32_t)id;
+    if (slot >= d->nslots || d->slots[slot].gen != (uint32_t)(id >> 32))
+        return NULL;
+    return d->slots[slot].req;
+}
+
+/* Complete r with err as its outcome (XDEV_OK keeps what the protocol put
+ * in the status, e.g. XDEV_ERR_TRUNCATE). */
+void req_complete(xdev_t *d, xreq_t *r, int err)
+{
+    if (err != XDEV_OK)
+        r->status.error = err;
+    r->phase = PH_DONE;
+    r->flags |= F_IN_CQ;
+    r->cq_next = NULL;
+    r->cq_prev = d->cq_tail;
+    if (d->cq_tail)
+        d->cq_tail->cq_next = r;
+    else
+        d->cq_head = r;
+    d->cq_tail = r;
+}
+
+/* Take r off the completion queue (handed out by peek, or reaped). */
+static void cq_unlink(xdev_t *d, xreq_t *r)
+{
+    if (!(r->flags & F_IN_CQ))
+        return;
+    if (r->cq_prev)
+        r->cq_prev->cq_next = r->cq_next;
+    else
+        d->cq_head = r->cq_next;
+    if (r->cq_next)
+        r->cq_next->cq_prev = r->cq_prev;
+    else
+        d->cq_tail = r->cq_prev;
+    r->flags &= (uint16_t)~F_IN_CQ;
+}
+
+xreq_t *req_cq_pop(xdev_t *d)
+{
+    xreq_t *r = d->cq_head;
+    if (r)
+        cq_unlink(d, r);
+    return r;
+}
+
+/* Give a completed (or, at finalize, abandoned) request back to its owner. */
+void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
+{
+    cq_unlink(d, r);
+    uint32_t slot = (uint32_t)r->id;
+    d->slots[slot].req = NULL;
+    d->slots[slot].gen++;
+    d->slots[slot].next_free = d->free_slot;
+    d->free_slot = slot;
+    d->nactive--;
+    if (st)
+        *st = r->status;
+    r->magic = 0;
+}

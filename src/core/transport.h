@@ -1,0 +1,131 @@
+/*
+ * transport.h - the seam between the protocol core and a transport.
+ *
+ * A transport moves opaque messages (an encoded head plus a payload) to a
+ * peer rank and hands the messages that arrive to the core in two steps:
+ * first the head (xdev_core_rx_begin, which says where the payload goes),
+ * then, once the payload is in place, xdev_core_rx_end. It knows nothing of
+ * matching, requests or protocols; the core knows nothing of sockets.
+ *
+ * Every function here is called with the device lock held, and a
+ * transport's callbacks into the core happen only from inside its progress
+ * function, never from inside send/resume/watch, so neither side has to
+ * cope with re-entry.
+ */
+#ifndef XDEV_TRANSPORT_H
+#define XDEV_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wire.h"
+#include "xdev.h"
+
+/* Room a transport may use in front of the head for its own framing. */
+#define XDEV_TP_PREFIX_MAX 8
+
+/*
+ * One outgoing message. The core fills head/head_len and the payload and
+ * keeps the op alive until the transport hands it back; the transport owns
+ * `next`, `sent` and the prefix bytes while the op is queued.
+ */
+typedef struct xdev_txop {
+    struct xdev_txop *next;
+    size_t sent;          /* transport's progress through prefix+head+payload */
+    const void *payload;
+    size_t payload_len;
+    uint32_t head_len;
+    uint32_t prefix_len;  /* set by the transport */
+    uint8_t owner;        /* core's: which protocol step this op carries */
+    uint8_t wire[XDEV_TP_PREFIX_MAX + XDEV_HEAD_MAX]; /* head starts at XDEV_TP_PREFIX_MAX */
+} xdev_txop_t;
+
+static inline uint8_t *xdev_txop_head(xdev_txop_t *op) { return op->wire + XDEV_TP_PREFIX_MAX; }
+
+/*
+ * An arriving message, as the transport has read it so far. The transport
+ * fills head and len; xdev_core_rx_begin fills dst, dst_len and cookie. The
+ * transport places the first dst_len payload bytes at dst and discards the
+ * rest (a truncated receive), then calls xdev_core_rx_end with the same
+ * struct.
+ */
+typedef struct xdev_rx {
+    xdev_head_t head;
+    size_t len;      /* payload bytes that follow the head */
+    void *dst;
+    size_t dst_len;  /* <= len */
+    void *cookie;    /* the core's */
+} xdev_rx_t;
+
+/* Results of xdev_core_rx_begin. */
+enum {
+    XDEV_RX_DELIVER = 0, /* place the payload now */
+    XDEV_RX_DEFER = 1,   /* keep it where it is (socket, ring): stop reading
+                          * from this peer until ops->resume is called */
+    /* negative: the peer broke the protocol; drop it */
+};
+
+/* What a transport is told at open time. */
+typedef struct xdev_tp_params {
+    int rank;
+    int size;
+    size_t eager_limit;
+    int peer_timeout_ms;
+    const char *job_secret;
+    const char *const *peers; /* explicit table, or NULL */
+} xdev_tp_params_t;
+
+typedef struct xdev_tp xdev_tp_t; /* a transport's own state */
+
+typedef struct xdev_tp_ops {
+    const char *name;
+    int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
+    /* Queue op for peer. Returns 1 if the op was sent completely before
+     * returning (it is the core's again), 0 if it was queued and will come
+     * back through xdev_core_tx_done, XDEV_ERR_PEER if the peer is known to
+     * be dead (the op is the core's again). */
+    int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+    /* Deliver arrived messages and finish queued sends; wait up to
+     * timeout_ms for something to happen. */
+    void (*progress)(xdev_tp_t *tp, int timeout_ms);
+    /* A file descriptor that becomes readable when progress has work, so
+     * the core can sleep without holding the device lock; -1 if none. */
+    int (*wait_fd)(xdev_tp_t *tp);
+    /* Carry on with a message whose payload was deferred: place it at dst
+     * (first dst_len bytes, discard the rest). */
+    void (*resume)(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+    /* The core waits for a message from peer: make sure that peer's death
+     * would be noticed (connect if not connected). */
+    void (*watch)(xdev_tp_t *tp, int peer);
+    /* Begin an orderly close: finish queued sends, then tell every peer we
+     * are done. Returns 1 once every connection is closed. */
+    int (*shutdown)(xdev_tp_t *tp);
+    void (*close)(xdev_tp_t *tp);
+} xdev_tp_ops_t;
+
+/* Calls from a transport into the core. */
+
+/* `token` identifies the connection for a later ops->resume. */
+int xdev_core_rx_begin(xdev_t *dev, int peer, void *token, xdev_rx_t *rx);
+void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx);
+/* A queued op is done (err == XDEV_OK) or failed (XDEV_ERR_PEER). */
+void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err);
+/* The peer is gone. Every op queued for it has been handed back first. */
+void xdev_core_peer_failed(xdev_t *dev, int peer);
+/* The peer announced the largest eager message it will send. */
+void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit);
+
+/* Bootstrap: publish this rank's address under `key`, look up a peer's.
+ * lookup returns 1 if found, 0 if not (yet), an XDEV_ERR_* on error. */
+int xdev_boot_publish(xdev_t *dev, const char *key, const char *value);
+int xdev_boot_lookup(xdev_t *dev, int rank, const char *key, char *out, size_t cap);
+
+/* Job authentication: a MAC over msg keyed with the job secret. */
+uint64_t xdev_auth_mac(xdev_t *dev, const void *msg, size_t len);
+uint64_t xdev_auth_nonce(void);
+
+/* Milliseconds on the monotonic clock. */
+uint64_t xdev_now_ms(void);
+
+extern const xdev_tp_ops_t xdev_tcp_ops;
+
+#endif

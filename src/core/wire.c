@@ -1,0 +1,51 @@
+/* wire.c - encoding and decoding of the header described in wire.h. */
+#include "wire.h"
+
+int xdev_wire_nfields(uint32_t type)
+{
+    switch (type) {
+    case XDEV_MSG_EAGER: return 0;
+    case XDEV_MSG_EAGER_SYNC: return 1;
+    case XDEV_MSG_SYNC_ACK: return 1;
+    case XDEV_MSG_RNDZ_START: return 2;
+    case XDEV_MSG_RNDZ_REPLY: return 3;
+    case XDEV_MSG_RNDZ_DATA: return 1;
+    default: return -1;
+    }
+}
+
+size_t xdev_wire_head_len(uint32_t type)
+{
+    int n = xdev_wire_nfields(type);
+    return n < 0 ? 0 : XDEV_HDR_BYTES + 8 * (size_t)n;
+}
+
+size_t xdev_wire_encode(const xdev_head_t *h, uint8_t out[XDEV_HEAD_MAX])
+{
+    xdev_put_le32(out + 0, h->hdr.src);
+    xdev_put_le32(out + 4, h->hdr.dst);
+    xdev_put_le32(out + 8, (uint32_t)h->hdr.tag);
+    xdev_put_le32(out + 12, (uint32_t)h->hdr.ctx);
+    xdev_put_le32(out + 16, h->hdr.type);
+    int n = xdev_wire_nfields(h->hdr.type);
+    for (int i = 0; i < n; i++)
+        xdev_put_le64(out + XDEV_HDR_BYTES + 8 * i, h->f[i]);
+    return XDEV_HDR_BYTES + 8 * (size_t)(n < 0 ? 0 : n);
+}
+
+void xdev_wire_decode_hdr(const uint8_t in[XDEV_HDR_BYTES], xdev_hdr_t *hdr)
+{
+    hdr->src = xdev_get_le32(in + 0);
+    hdr->dst = xdev_get_le32(in + 4);
+    hdr->tag = (int32_t)xdev_get_le32(in + 8);
+    hdr->ctx = (int32_t)xdev_get_le32(in + 12);
+    hdr->type = xdev_get_le32(in + 16);
+}
+
+void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
+                             uint64_t f[XDEV_MAX_FIELDS])
+{
+    int n = xdev_wire_nfields(hdr->type);
+    for (int i = 0; i < XDEV_MAX_FIELDS; i++)
+        f[i] = i < n ? xdev_get_le64(in + 8 * i) : 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * wire.h - the xdev wire format, written down in one place.
+ *
+ * Every message starts with a 20-byte header of five little-endian 32-bit
+ * integers (src, dst, tag, ctx, type). Type-specific 64-bit fields follow
+ * the header, then the payload. Transports that are byte streams add their
+ * own length prefix in front of the header; it is not part of this format.
+ */
+#ifndef XDEV_WIRE_H
+#define XDEV_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XDEV_HDR_BYTES 20
+#define XDEV_MAX_FIELDS 3
+#define XDEV_HEAD_MAX (XDEV_HDR_BYTES + 8 * XDEV_MAX_FIELDS)
+
+/* Message types. The fields each carries are listed in xdev_wire_nfields. */
+enum xdev_msg_type {
+    XDEV_MSG_EAGER = 1,      /* payload = the message */
+    XDEV_MSG_EAGER_SYNC = 2, /* f0 = sender's request id; payload = the message */
+    XDEV_MSG_SYNC_ACK = 3,   /* f0 = sender's request id: matched */
+    XDEV_MSG_RNDZ_START = 4, /* f0 = sender's request id, f1 = message length */
+    XDEV_MSG_RNDZ_REPLY = 5, /* f0 = sender's request id, f1 = receiver's request
+                              * id, f2 = bytes the receiver accepts */
+    XDEV_MSG_RNDZ_DATA = 6,  /* f0 = receiver's request id; payload = the data */
+    XDEV_MSG_TYPE_MAX = 6,
+};
+
+typedef struct xdev_hdr {
+    uint32_t src;
+    uint32_t dst;
+    int32_t tag;
+    int32_t ctx;
+    uint32_t type;
+} xdev_hdr_t;
+
+_Static_assert(sizeof(xdev_hdr_t) == XDEV_HDR_BYTES, "the header is 20 bytes on the wire");
+
+/* A decoded header with its type-specific fields. */
+typedef struct xdev_head {
+    xdev_hdr_t hdr;
+    uint64_t f[XDEV_MAX_FIELDS];
+} xdev_head_t;
+
+/* Number of 64-bit fields after the header for `type`, or -1 for a type
+ * that does not exist. */
+int xdev_wire_nfields(uint32_t type);
+
+/* Bytes that header and fields of `type` take on the wire, or 0 for an
+ * unknown type. */
+size_t xdev_wire_head_len(uint32_t type);
+
+/* Encode h (whose type must be valid) into out; returns the bytes written. */
+size_t xdev_wire_encode(const xdev_head_t *h, uint8_t out[XDEV_HEAD_MAX]);
+
+/* Decode the 20-byte header at in. No validation beyond layout. */
+void xdev_wire_decode_hdr(const uint8_t in[XDEV_HDR_BYTES], xdev_hdr_t *hdr);
+
+/* Decode the fields that follow the header of type hdr->type. */
+void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
+                             uint64_t f[XDEV_MAX_FIELDS]);
+
+static inline void xdev_put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t xdev_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void xdev_put_le64(uint8_t *p, uint64_t v)
+{
+    xdev_put_le32(p, (uint32_t)v);
+    xdev_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint64_t xdev_get_le64(const uint8_t *p)
+{
+    return (uint64_t)xdev_get_le32(p) | (uint64_t)xdev_get_le32(p + 4) << 32;
+}
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * tcp_conn.c - making, proving and losing connections.
+ *
+ * Handshake (no byte goes to a stranger before it has proven itself):
+ *   dialer -> acceptor  HELLO, 40 bytes: "XDV1", src rank, dst rank, 0,
+ *                       eager limit (u64), nonce (u64), MAC of the first 32
+ *   acceptor -> dialer  REPLY, 24 bytes: "XDVA", verdict (1 accept, 0 lost
+ *                       a simultaneous dial), eager limit (u64), MAC of the
+ *                       first 16 bytes and the dialer's nonce
+ * An acceptor that reads anything else, or nothing within
+ * TCP_AUTH_TIMEOUT_MS, closes the connection without a word.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include "tcp.h"
+
+#define HELLO_MAGIC 0x31564458u /* "XDV1" */
+#define REPLY_MAGIC 0x41564458u /* "XDVA" */
+
+static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
+{
+    tcp_conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    c->fd = fd;
+    c->peer = -1;
+    c->state = (uint8_t)state;
+    c->events = events;
+    struct epoll_event ev = { .events = events, .data.ptr = c };
+    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        free(c);
+        return NULL;
+    }
+    c->next = tp->conns;
+    tp->conns = c;
+    return c;
+}
+
+void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    for (tcp_conn_t **p = &tp->conns; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    if (c->queued) {
+        for (tcp_conn_t **p = &tp->service; *p; p = &(*p)->service_next) {
+            if (*p == c) {
+                *p = c->service_next;
+                break;
+            }
+        }
+    }
+    if (c->peer >= 0) {
+        tcp_peer_t *p = &tp->peers[c->peer];
+        if (p->conn == c)
+            p->conn = NULL;
+        if (p->dialing == c)
+            p->dialing = NULL;
+    }
+    if (c->state == CONN_AUTH_WAIT)
+        tp->nauth--;
+    epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    free(c->stage);
+    free(c);
+}
+
+static void tune_socket(int fd)
+{
+    int one = 1, idle = 10, intvl = 2, cnt = 5;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* A host that vanishes without a FIN is noticed by keepalive. */
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+static void set_wanting(xdev_tp_t *tp, tcp_peer_t *p, bool wanting)
+{
+    if (p->wanted == wanting)
+        return;
+    p->wanted = wanting;
+    if (wanting)
+        tp->nwanting++;
+    else
+        tp->nwanting--;
+}
+
+/* The peer can no longer be reached: hand back its queue, then tell the
+ * core, which fails every request that involves it. */
+static void peer_fail(xdev_tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    if (p->dead)
+        return;
+    p->dead = true;
+    set_wanting(tp, p, false);
+    if (p->conn)
+        tcp_conn_free(tp, p->conn);
+    if (p->dialing)
+        tcp_conn_free(tp, p->dialing);
+    tcp_fail_queue(tp, peer);
+    xdev_core_peer_failed(tp->dev, peer);
+}
+
+static void conn_open(xdev_tp_t *tp, tcp_conn_t *c, size_t peer_eager_limit)
+{
+    tcp_peer_t *p = &tp->peers[c->peer];
+    c->stage = malloc(TCP_STAGE_BYTES);
+    if (!c->stage) {
+        peer_fail(tp, c->peer);
+        return;
+    }
+    c->state = CONN_OPEN;
+    c->rx_phase = RX_HEAD;
+    p->conn = c;
+    if (p->dialing == c)
+        p->dialing = NULL;
+    set_wanting(tp, p, false);
+    xdev_core_peer_eager_limit(tp->dev, c->peer, peer_eager_limit);
+    tcp_set_events(tp, c, EPOLLIN);
+    tcp_flush(tp, c->peer);
+}
+
+/* Write a handshake message whole; on a fresh connection it always fits in
+ * the socket buffer, so a short write means the connection is bad. */
+static bool write_all(int fd, const uint8_t *buf, size_t len)
+{
+    return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+static void send_hello(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    uint8_t h[TCP_HELLO_BYTES];
+    c->nonce = xdev_auth_nonce();
+    xdev_put_le32(h, HELLO_MAGIC);
+    xdev_put_le32(h + 4, (uint32_t)tp->rank);
+    xdev_put_le32(h + 8, (uint32_t)c->peer);
+    xdev_put_le32(h + 12, 0);
+    xdev_put_le64(h + 16, tp->eager_limit);
+    xdev_put_le64(h + 24, c->nonce);
+    xdev_put_le64(h + 32, xdev_auth_mac(tp->dev, h, 32));
+    c->state = CONN_HELLO_SENT;
+    c->hs_have = 0;
+    tcp_set_events(tp, c, EPOLLIN);
+    if (!write_all(c->fd, h, sizeof h))
+        tcp_conn_lost(tp, c);
+}
+
+static void dial(xdev_tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    uint64_t now = xdev_now_ms();
+    p->redial_ms = now + TCP_REDIAL_MS;
+    if (!p->addrlen) {
+        char addr[300];
+        int rc = xdev_boot_lookup(tp->dev, peer, "tcp", addr, sizeof addr);
+        if (rc == 0)
+            return; /* not published yet: the timer tries again */
+        if (rc < 0 || tcp_parse_addr(addr, &p->addr, &p->addrlen) != XDEV_OK) {
+            peer_fail(tp, peer);
+            return;
+        }
+    }
+    int fd = socket(p->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    tune_socket(fd);
+    int rc = connect(fd, (struct sockaddr *)&p->addr, p->addrlen);
+    if (rc != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return;
+    }
+    tcp_conn_t *c = conn_new(tp, fd, CONN_DIALING, EPOLLOUT);
+    if (!c)
+        return;
+    c->peer = peer;
+    p->dialing = c;
+    if (rc == 0)
+        send_hello(tp, c);
+}
+
+void tcp_want_peer(xdev_tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    if (p->dead || p->conn || p->wanted || tp->shutting_down)
+        return;
+    set_wanting(tp, p, true);
+    p->give_up_ms = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
+    if (!p->dialing)
+        dial(tp, peer);
+}
+
+void tcp_accept_all(xdev_tp_t *tp)
+{
+    for (;;) {
+        int fd = accept4(tp->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        tune_socket(fd);
+        tcp_conn_t *c = conn_new(tp, fd, CONN_AUTH_WAIT, EPOLLIN);
+        if (c) {
+            c->deadline_ms = xdev_now_ms() + TCP_AUTH_TIMEOUT_MS;
+            tp->nauth++;
+        }
+    }
+}
+
+/* Read the rest of a handshake message; true once `want` bytes are in. */
+static bool read_handshake(xdev_tp_t *tp, tcp_conn_t *c, size_t want)
+{
+    ssize_t n = recv(c->fd, c->hs + c->hs_have, want - c->hs_have, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        tcp_conn_lost(tp, c);
+        return false;
+    }
+    if (n > 0)
+        c->hs_have += (size_t)n;
+    return c->hs_have == want;
+}
+
+static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t nonce, bool accept)
+{
+    uint8_t r[TCP_REPLY_BYTES];
+    xdev_put_le32(r, REPLY_MAGIC);
+    xdev_put_le32(r + 4, accept ? 1 : 0);
+    xdev_put_le64(r + 8, tp->eager_limit);
+    xdev_put_le64(r + 16, nonce);
+    xdev_put_le64(r + 16, xdev_auth_mac(tp->dev, r, 24));
+    if (!write_all(c->fd, r, TCP_REPLY_BYTES))
+        accept = false;
+    if (!accept) {
+        tcp_conn_free(tp, c);
+        return;
+    }
+    tp->nauth--;
+    conn_open(tp, c, (size_t)xdev_get_le64(c->hs + 16));
+}
+
+/* A dialer's HELLO is in: check it, then settle who keeps which connection. */
+static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    const uint8_t *h = c->hs;
+    uint32_t src = xdev_get_le32(h + 4);
+    if (xdev_get_le32(h) != HELLO_MAGIC || xdev_get_le32(h + 8) != (uint32_t)tp->rank ||
+        src >= (uint32_t)tp->size || src == (uint32_t)tp->rank ||
+        xdev_get_le64(h + 32) != xdev_auth_mac(tp->dev, h, 32)) {
+        tcp_conn_free(tp, c); /* a stranger, or garbage: not a word back */
+        return;
+    }
+    tcp_peer_t *p = &tp->peers[src];
+    uint64_t nonce = xdev_get_le64(h + 24);
+    bool ours_wins = p->dialing && tp->rank < (int)src;
+    if (p->dead || p->conn || tp->shutting_down || ours_wins) {
+        reply(tp, c, nonce, false);
+        return;
+    }
+    if (p->dialing)
+        tcp_conn_free(tp, p->dialing); /* the lower rank's dial wins */
+    c->peer = (int)src;
+    reply(tp, c, nonce, true);
+}
+
+static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    uint8_t r[TCP_REPLY_BYTES];
+    memcpy(r, c->hs, sizeof r);
+    uint64_t mac = xdev_get_le64(r + 16);
+    xdev_put_le64(r + 16, c->nonce);
+    if (xdev_get_le32(r) != REPLY_MAGIC || mac != xdev_auth_mac(tp->dev, r, 24)) {
+        tcp_conn_lost(tp, c); /* not our peer answering */
+        return;
+    }
+    if (xdev_get_le32(r + 4) != 1) {
+        /* The peer's own dial to us wins; it arrives through accept. */
+        tcp_conn_free(tp, c);
+        return;
+    }
+    conn_open(tp, c, (size_t)xdev_get_le64(r + 8));
+}
+
+void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
+{
+    switch (c->state) {
+    case CONN_DIALING: {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err)
+            tcp_conn_lost(tp, c);
+        else
+            send_hello(tp, c);
+        break;
+    }
+    case CONN_HELLO_SENT:
+        if (read_handshake(tp, c, TCP_REPLY_BYTES))
+            on_reply(tp, c);
+        break;
+    case CONN_AUTH_WAIT:
+        if (read_handshake(tp, c, TCP_HELLO_BYTES))
+            on_hello(tp, c);
+        break;
+    case CONN_OPEN:
+        if (events & EPOLLOUT)
+            tcp_flush(tp, c->peer);
+        /* the flush may have lost the connection; look it up again */
+        if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && tp->peers[c->peer].conn == c)
+            tcp_read(tp, c);
+        break;
+    }
+}
+
+/* An error or EOF. Before the handshake completes that only costs a
+ * redial; on an open connection the peer is gone. */
+void tcp_conn_lost(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    if (c->state == CONN_OPEN) {
+        peer_fail(tp, c->peer);
+        return;
+    }
+    tcp_conn_free(tp, c);
+}
+
+void tcp_timers(xdev_tp_t *tp, uint64_t now)
+{
+    tcp_conn_t *next;
+    for (tcp_conn_t *c = tp->conns; c && tp->nauth; c = next) {
+        next = c->next;
+        if (c->state == CONN_AUTH_WAIT && now >= c->deadline_ms)
+            tcp_conn_free(tp, c);
+    }
+    for (int i = 0; i < tp->size && tp->nwanting; i++) {
+        tcp_peer_t *p = &tp->peers[i];
+        if (!p->wanted || p->conn || p->dialing)
+            continue;
+        if (now >= p->give_up_ms)
+            peer_fail(tp, i);
+        else if (now >= p->redial_ms && !tp->shutting_down)
+            dial(tp, i);
+    }
+}

@@ -1,0 +1,301 @@
+/*
+ * tcp_io.c - moving frames through an open connection.
+ *
+ * Reading: bytes come into a staging buffer, which lets one recv() carry
+ * many small frames. Once a frame's head is parsed the core says where its
+ * payload goes; what is already staged is copied there, and the rest of a
+ * large payload is read straight into place with no copy at all.
+ *
+ * Writing: each peer has a queue of ops. A send on an idle connection is
+ * written at once from the caller's buffer (prefix, head and payload in one
+ * sendmsg); only what the socket does not take waits in the queue, and a
+ * backlog goes out in gathered writes of many ops.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include "tcp.h"
+
+#define DIRECT_READ_MIN (16 * 1024) /* below this, refill the stage instead */
+#define MAX_IOV 64
+#define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
+#define MAX_FRAME ((uint64_t)1 << 62)
+
+/* ---- writing ---- */
+
+static size_t op_total(const xdev_txop_t *op)
+{
+    return op->prefix_len + op->head_len + op->payload_len;
+}
+
+/* iovecs for what is left of op; returns how many were added. */
+static int op_iov(const xdev_txop_t *op, struct iovec *iov)
+{
+    size_t framing = op->prefix_len + op->head_len;
+    int n = 0;
+    if (op->sent < framing) {
+        iov[n].iov_base = (void *)(op->wire + XDEV_TP_PREFIX_MAX - op->prefix_len + op->sent);
+        iov[n++].iov_len = framing - op->sent;
+    }
+    if (op->payload_len) {
+        size_t done = op->sent > framing ? op->sent - framing : 0;
+        size_t left = op->payload_len - done;
+        iov[n].iov_base = (char *)op->payload + done;
+        iov[n++].iov_len = left < MAX_IO_BYTES ? left : MAX_IO_BYTES;
+    }
+    return n;
+}
+
+static ssize_t write_iov(int fd, struct iovec *iov, int n)
+{
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+    ssize_t w;
+    do
+        w = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    return w;
+}
+
+static void mark_broken(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    c->broken = true;
+    tcp_service_later(tp, c);
+}
+
+/* Write as much of peer's queue as the socket takes, then hand the
+ * finished ops back (only after the queue is consistent again, since the
+ * core may queue new ops from inside tx_done). */
+void tcp_flush(xdev_tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    tcp_conn_t *c = p->conn;
+    if (!c || c->broken)
+        return;
+    xdev_txop_t *done = NULL, **done_tail = &done;
+    while (p->txq_head) {
+        struct iovec iov[MAX_IOV];
+        int n = 0;
+        for (xdev_txop_t *op = p->txq_head; op && n <= MAX_IOV - 2; op = op->next)
+            n += op_iov(op, iov + n);
+        ssize_t w = write_iov(c->fd, iov, n);
+        if (w < 0) {
+            if (errno != EAGAIN)
+                mark_broken(tp, c);
+            break;
+        }
+        size_t left = (size_t)w;
+        while (p->txq_head && left) {
+            xdev_txop_t *op = p->txq_head;
+            size_t need = op_total(op) - op->sent;
+            size_t take = left < need ? left : need;
+            op->sent += take;
+            left -= take;
+            if (op->sent < op_total(op))
+                break;
+            p->txq_head = op->next;
+            op->next = NULL;
+            *done_tail = op;
+            done_tail = &op->next;
+        }
+        /* a zero-length op (never: every op has a head) cannot stall this */
+    }
+    if (!p->txq_head)
+        p->txq_tail = NULL;
+    if (!c->broken) {
+        uint32_t want = (c->rx_phase == RX_PAUSED ? 0 : EPOLLIN) | (p->txq_head ? EPOLLOUT : 0);
+        tcp_set_events(tp, c, want);
+        if (tp->shutting_down && !p->txq_head && !c->wr_closed) {
+            shutdown(c->fd, SHUT_WR);
+            c->wr_closed = true;
+        }
+    }
+    while (done) {
+        xdev_txop_t *op = done;
+        done = op->next;
+        xdev_core_tx_done(tp->dev, op, XDEV_OK);
+    }
+}
+
+int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    if (p->dead)
+        return XDEV_ERR_PEER;
+    op->prefix_len = TCP_PREFIX;
+    op->sent = 0;
+    op->next = NULL;
+    xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - TCP_PREFIX, op->head_len + op->payload_len);
+
+    tcp_conn_t *c = p->conn;
+    if (c && !c->broken && !p->txq_head) {
+        struct iovec iov[2];
+        ssize_t w = write_iov(c->fd, iov, op_iov(op, iov));
+        if (w >= 0 && (size_t)w == op_total(op))
+            return 1;
+        if (w > 0)
+            op->sent = (size_t)w;
+        else if (errno != EAGAIN)
+            mark_broken(tp, c);
+    }
+    if (p->txq_tail)
+        p->txq_tail->next = op;
+    else
+        p->txq_head = op;
+    p->txq_tail = op;
+    if (c && !c->broken)
+        tcp_set_events(tp, c, c->events | EPOLLOUT);
+    else if (!c)
+        tcp_want_peer(tp, peer);
+    return 0;
+}
+
+/* Hand back every op queued for peer as failed. */
+void tcp_fail_queue(xdev_tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    xdev_txop_t *op = p->txq_head;
+    p->txq_head = p->txq_tail = NULL;
+    while (op) {
+        xdev_txop_t *next = op->next;
+        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+        op = next;
+    }
+}
+
+/* ---- reading ---- */
+
+/* Read more into the stage. Returns false when nothing more can be read
+ * now (EAGAIN) or the connection is gone. */
+static bool fill_stage(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    if (c->stage_pos) {
+        memmove(c->stage, c->stage + c->stage_pos, c->stage_end - c->stage_pos);
+        c->stage_end -= c->stage_pos;
+        c->stage_pos = 0;
+    }
+    ssize_t n;
+    do
+        n = recv(c->fd, c->stage + c->stage_end, TCP_STAGE_BYTES - c->stage_end, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+        c->stage_end += (size_t)n;
+        return true;
+    }
+    if (n == 0 || errno != EAGAIN)
+        tcp_conn_lost(tp, c);
+    return false;
+}
+
+/* Parse one frame head from the stage and ask the core where its payload
+ * goes. Returns false if the stage does not hold a whole head yet. */
+static bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
+{
+    size_t have = c->stage_end - c->stage_pos;
+    const uint8_t *s = c->stage + c->stage_pos;
+    if (have < TCP_PREFIX + XDEV_HDR_BYTES)
+        return false;
+    uint64_t frame = xdev_get_le64(s);
+    xdev_rx_t *rx = &c->rx;
+    xdev_wire_decode_hdr(s + TCP_PREFIX, &rx->head.hdr);
+    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
+    if (!head_len || frame < head_len || frame > MAX_FRAME) {
+        *lost = true;
+        return false;
+    }
+    if (have < TCP_PREFIX + head_len)
+        return false;
+    xdev_wire_decode_fields(s + TCP_PREFIX + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
+    rx->len = (size_t)(frame - head_len);
+    c->stage_pos += TCP_PREFIX + head_len;
+    c->rx_got = 0;
+    int rc = xdev_core_rx_begin(tp->dev, c->peer, c, rx);
+    if (rc < 0) {
+        *lost = true;
+        return false;
+    }
+    c->rx_phase = rc == XDEV_RX_DEFER ? RX_PAUSED : RX_PAYLOAD;
+    if (c->rx_phase == RX_PAUSED)
+        tcp_set_events(tp, c, c->events & ~(uint32_t)EPOLLIN);
+    return true;
+}
+
+/* Place payload bytes; returns true when the payload is complete. */
+static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    xdev_rx_t *rx = &c->rx;
+    for (;;) {
+        size_t staged = c->stage_end - c->stage_pos;
+        size_t left = rx->len - c->rx_got;
+        if (staged && left) {
+            size_t n = staged < left ? staged : left;
+            if (c->rx_got < rx->dst_len) {
+                size_t room = rx->dst_len - c->rx_got;
+                memcpy((char *)rx->dst + c->rx_got, c->stage + c->stage_pos, n < room ? n : room);
+            }
+            c->rx_got += n;
+            c->stage_pos += n;
+            left -= n;
+        }
+        if (!left)
+            return true;
+        size_t room = rx->dst_len > c->rx_got ? rx->dst_len - c->rx_got : 0;
+        if (room < DIRECT_READ_MIN) {
+            if (!fill_stage(tp, c))
+                return false;
+            continue;
+        }
+        size_t want = room < MAX_IO_BYTES ? room : MAX_IO_BYTES;
+        ssize_t n;
+        do
+            n = recv(c->fd, (char *)rx->dst + c->rx_got, want, MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            if (n == 0 || errno != EAGAIN)
+                tcp_conn_lost(tp, c);
+            return false;
+        }
+        c->rx_got += (size_t)n;
+    }
+}
+
+void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    int peer = c->peer;
+    /* Bounded, so one busy peer cannot starve the others. */
+    for (int frames = 0; frames < 256; frames++) {
+        if (tp->peers[peer].conn != c || c->rx_phase == RX_PAUSED)
+            return;
+        if (c->rx_phase == RX_HEAD) {
+            bool lost = false;
+            if (!parse_head(tp, c, &lost)) {
+                if (lost) {
+                    tcp_conn_lost(tp, c);
+                    return;
+                }
+                if (!fill_stage(tp, c))
+                    return;
+                continue;
+            }
+            if (c->rx_phase == RX_PAUSED)
+                return;
+        }
+        if (!read_payload(tp, c))
+            return;
+        c->rx_phase = RX_HEAD;
+        xdev_core_rx_end(tp->dev, &c->rx);
+    }
+    tcp_service_later(tp, c); /* more may be staged: come back soon */
+}
+
+void tcp_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+{
+    tcp_conn_t *c = token;
+    c->rx.dst = dst;
+    c->rx.dst_len = dst_len;
+    c->rx_got = 0;
+    c->rx_phase = RX_PAYLOAD;
+    tcp_set_events(tp, c, c->events | EPOLLIN);
+    tcp_service_later(tp, c);
+}
