@@ -1,0 +1,82 @@
+/*
+ * test_match.c - the keyed FIFO table under matching: order per key,
+ * wildcard keys kept apart from exact ones, removal from the middle, and
+ * many distinct keys (growth) without losing any.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "match.h"
+
+static int failures;
+#define CHECK(c)                                                        \
+    do {                                                                \
+        if (!(c)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+            failures++;                                                 \
+        }                                                               \
+    } while (0)
+
+static void test_fifo_and_keys(void)
+{
+    xdev_mtable_t t;
+    xdev_mnode_t n[4];
+    CHECK(xdev_mtable_init(&t) == 0);
+    CHECK(xdev_mtable_append(&t, 1, 2, 3, &n[0]) == 0);
+    CHECK(xdev_mtable_append(&t, 1, 2, 3, &n[1]) == 0);
+    CHECK(xdev_mtable_append(&t, -1, 2, 3, &n[2]) == 0);
+    CHECK(xdev_mtable_append(&t, 1, 2, 4, &n[3]) == 0);
+    CHECK(xdev_mtable_head(&t, 1, 2, 3) == &n[0]);
+    CHECK(xdev_mtable_head(&t, -1, 2, 3) == &n[2]);
+    CHECK(xdev_mtable_head(&t, 1, 2, 4) == &n[3]);
+    CHECK(xdev_mtable_head(&t, 1, -1, 3) == NULL);
+    xdev_mtable_remove(&t, &n[0]);
+    CHECK(xdev_mtable_head(&t, 1, 2, 3) == &n[1]);
+    xdev_mtable_remove(&t, &n[1]);
+    CHECK(xdev_mtable_head(&t, 1, 2, 3) == NULL);
+    CHECK(t.nbuckets == 2); /* the emptied key's bucket is gone */
+    xdev_mtable_destroy(&t);
+}
+
+static void test_middle_removal(void)
+{
+    xdev_mtable_t t;
+    xdev_mnode_t n[3];
+    xdev_mtable_init(&t);
+    for (int i = 0; i < 3; i++)
+        xdev_mtable_append(&t, 0, 0, 0, &n[i]);
+    xdev_mtable_remove(&t, &n[1]);
+    CHECK(xdev_mtable_head(&t, 0, 0, 0) == &n[0]);
+    CHECK(n[0].next == &n[2] && n[2].prev == &n[0]);
+    xdev_mtable_remove(&t, &n[2]);
+    CHECK(n[0].next == NULL);
+    xdev_mtable_destroy(&t);
+}
+
+static void test_many_keys(void)
+{
+    enum { N = 20000 };
+    xdev_mtable_t t;
+    xdev_mnode_t *n = calloc(N, sizeof *n);
+    xdev_mtable_init(&t);
+    for (int i = 0; i < N; i++)
+        CHECK(xdev_mtable_append(&t, i % 7, i, i % 3, &n[i]) == 0);
+    CHECK(t.nslots >= N); /* grew instead of chaining everything */
+    for (int i = 0; i < N; i++)
+        CHECK(xdev_mtable_head(&t, i % 7, i, i % 3) == &n[i]);
+    for (int i = 0; i < N; i++)
+        xdev_mtable_remove(&t, &n[i]);
+    CHECK(t.nbuckets == 0);
+    xdev_mtable_destroy(&t);
+    free(n);
+}
+
+int main(void)
+{
+    test_fifo_and_keys();
+    test_middle_removal();
+    test_many_keys();
+    if (failures)
+        return 1;
+    printf("match: all checks passed\n");
+    return 0;
+}
