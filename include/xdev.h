@@ -151,8 +151,9 @@ XDEV_API int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
  * Finish with a device. First it keeps driving progress until every active
  * send request has completed (or its peer failed), for at most the
  * configured finalize timeout, and closes connections in order so that no
- * data already sent is lost. Requests still active after that (receives
- * that never matched, sends whose receiver never posted a receive) are
+ * data already sent is lost. Requests not reaped by then (receives that
+ * never matched, sends whose receiver never posted a receive, and requests
+ * that completed but were never passed to xdev_wait/xdev_test) are
  * abandoned: their buffers are never touched again, their storage may be
  * reused by the caller, and finalize returns XDEV_ERR_CANCELED instead of
  * XDEV_OK. Either way the device is freed. Not to be called while another

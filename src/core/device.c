@@ -119,16 +119,12 @@ int xdev_finalize(xdev_t *d)
     progress_until(d, closed, &deadline);
     d->tp_ops->close(d->tp);
 
-    /* Abandon what is left: its storage is the caller's again. */
-    int rc = XDEV_OK;
-    for (uint32_t i = 0; i < d->nslots; i++) {
-        xreq_t *r = d->slots[i].req;
-        if (!r)
-            continue;
-        if (r->phase != PH_DONE)
-            rc = XDEV_ERR_CANCELED;
-        req_reap(d, r, NULL);
-    }
+    /* Abandon what the caller never reaped, finished or not: its storage
+     * is the caller's again. */
+    int rc = d->nactive ? XDEV_ERR_CANCELED : XDEV_OK;
+    for (uint32_t i = 0; i < d->nslots; i++)
+        if (d->slots[i].req)
+            req_reap(d, d->slots[i].req, NULL);
     dev_unlock(d);
     device_free(d);
     return rc;

@@ -43,6 +43,8 @@ typedef struct tcp_conn {
     bool broken;           /* an I/O error seen where we could not act on it */
     bool queued;           /* on tp->service list */
     bool wr_closed;        /* we sent FIN (finalize) */
+    bool drained;          /* the last recv came back short: the socket is
+                            * empty, no need to ask it again until polled */
     uint32_t events;       /* epoll interest now registered */
     uint64_t deadline_ms;  /* AUTH_WAIT: drop the stranger after this */
     uint64_t nonce;        /* HELLO_SENT: ours, bound into the acceptor's MAC */
@@ -80,8 +82,14 @@ struct xdev_tp {
     tcp_conn_t *service;   /* conns to look at in the next progress call */
     unsigned nwanting;     /* peers wanted but not connected */
     unsigned nauth;        /* accepted conns still in AUTH_WAIT */
+    unsigned nopen;        /* connections in CONN_OPEN */
+    unsigned polls;
     uint64_t next_timer_ms;
     bool shutting_down;
+    /* Addresses come from the bootstrap, published only once the peer
+     * listens: a refused connection then means the peer is gone. (With an
+     * explicit table the peer may simply not have started yet.) */
+    bool refused_means_dead;
 };
 
 /* tcp.c */

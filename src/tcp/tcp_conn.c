@@ -69,6 +69,8 @@ void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
     }
     if (c->state == CONN_AUTH_WAIT)
         tp->nauth--;
+    if (c->state == CONN_OPEN)
+        tp->nopen--;
     epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     free(c->stage);
@@ -124,6 +126,7 @@ static void conn_open(xdev_tp_t *tp, tcp_conn_t *c, size_t peer_eager_limit)
     }
     c->state = CONN_OPEN;
     c->rx_phase = RX_HEAD;
+    tp->nopen++;
     p->conn = c;
     if (p->dialing == c)
         p->dialing = NULL;
@@ -169,7 +172,7 @@ static void dial(xdev_tp_t *tp, int peer)
         if (rc == 0)
             return; /* not published yet: the timer tries again */
         if (rc < 0 || tcp_parse_addr(addr, &p->addr, &p->addrlen) != XDEV_OK) {
-            peer_fail(tp, peer);
+            p->give_up_ms = now;
             return;
         }
     }
@@ -179,6 +182,9 @@ static void dial(xdev_tp_t *tp, int peer)
     tune_socket(fd);
     int rc = connect(fd, (struct sockaddr *)&p->addr, p->addrlen);
     if (rc != 0 && errno != EINPROGRESS) {
+        if (errno == ECONNREFUSED && tp->refused_means_dead)
+            p->give_up_ms = now; /* failed by the next timer run, not from
+                                  * inside the send or receive that dialed */
         close(fd);
         return;
     }
@@ -297,7 +303,9 @@ void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
         int err = 0;
         socklen_t len = sizeof err;
         getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err)
+        if (err == ECONNREFUSED && tp->refused_means_dead)
+            peer_fail(tp, c->peer);
+        else if (err)
             tcp_conn_lost(tp, c);
         else
             send_hello(tp, c);

@@ -175,12 +175,14 @@ static bool fill_stage(xdev_tp_t *tp, tcp_conn_t *c)
         c->stage_end -= c->stage_pos;
         c->stage_pos = 0;
     }
+    size_t want = TCP_STAGE_BYTES - c->stage_end;
     ssize_t n;
     do
-        n = recv(c->fd, c->stage + c->stage_end, TCP_STAGE_BYTES - c->stage_end, MSG_DONTWAIT);
+        n = recv(c->fd, c->stage + c->stage_end, want, MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
     if (n > 0) {
         c->stage_end += (size_t)n;
+        c->drained = (size_t)n < want;
         return true;
     }
     if (n == 0 || errno != EAGAIN)
@@ -242,7 +244,7 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
             return true;
         size_t room = rx->dst_len > c->rx_got ? rx->dst_len - c->rx_got : 0;
         if (room < DIRECT_READ_MIN) {
-            if (!fill_stage(tp, c))
+            if (c->drained || !fill_stage(tp, c))
                 return false;
             continue;
         }
@@ -263,6 +265,7 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
 void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
 {
     int peer = c->peer;
+    c->drained = false;
     /* Bounded, so one busy peer cannot starve the others. */
     for (int frames = 0; frames < 256; frames++) {
         if (tp->peers[peer].conn != c || c->rx_phase == RX_PAUSED)
@@ -274,7 +277,7 @@ void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
                     tcp_conn_lost(tp, c);
                     return;
                 }
-                if (!fill_stage(tp, c))
+                if (c->drained || !fill_stage(tp, c))
                     return;
                 continue;
             }
