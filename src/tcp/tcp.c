@@ -84,6 +84,7 @@ static void tcp_progress(xdev_tp_t *tp, int timeout_ms)
     if (poll_directly(tp, timeout_ms)) {
         poll_open_conns(tp);
         run_service(tp);
+        tcp_reap_closed(tp);
         return;
     }
     int n = epoll_wait(tp->epfd, evs, 32, tp->service ? 0 : timeout_ms);
@@ -101,6 +102,7 @@ static void tcp_progress(xdev_tp_t *tp, int timeout_ms)
             tcp_timers(tp, now);
         }
     }
+    tcp_reap_closed(tp);
 }
 
 static int tcp_wait_fd(xdev_tp_t *tp)
@@ -208,6 +210,7 @@ static void tcp_close(xdev_tp_t *tp)
         tcp_fail_queue(tp, p);
     while (tp->conns)
         tcp_conn_free(tp, tp->conns);
+    tcp_reap_closed(tp);
     if (tp->listen_fd >= 0)
         close(tp->listen_fd);
     if (tp->epfd >= 0)

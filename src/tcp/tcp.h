@@ -31,6 +31,7 @@ enum conn_state {
     CONN_HELLO_SENT, /* waiting for the acceptor's verdict */
     CONN_AUTH_WAIT,  /* accepted; waiting for the dialer to prove itself */
     CONN_OPEN,
+    CONN_CLOSED,     /* closed; freed at the end of this progress call */
 };
 
 enum rx_phase { RX_HEAD, RX_PAYLOAD, RX_PAUSED };
@@ -80,6 +81,8 @@ struct xdev_tp {
     tcp_peer_t *peers;
     tcp_conn_t *conns;
     tcp_conn_t *service;   /* conns to look at in the next progress call */
+    tcp_conn_t *closed;    /* closed conns whose memory may still be named
+                            * by events of the epoll batch being handled */
     unsigned nwanting;     /* peers wanted but not connected */
     unsigned nauth;        /* accepted conns still in AUTH_WAIT */
     unsigned nopen;        /* connections in CONN_OPEN */
@@ -102,6 +105,7 @@ void tcp_accept_all(xdev_tp_t *tp);
 void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events);
 void tcp_conn_lost(xdev_tp_t *tp, tcp_conn_t *c);
 void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c);
+void tcp_reap_closed(xdev_tp_t *tp);
 void tcp_timers(xdev_tp_t *tp, uint64_t now);
 int tcp_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 

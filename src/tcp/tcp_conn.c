@@ -46,6 +46,8 @@ static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
 
 void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
 {
+    if (c->state == CONN_CLOSED)
+        return;
     for (tcp_conn_t **p = &tp->conns; *p; p = &(*p)->next) {
         if (*p == c) {
             *p = c->next;
@@ -73,8 +75,20 @@ void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
         tp->nopen--;
     epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    free(c->stage);
-    free(c);
+    c->fd = -1;
+    c->state = CONN_CLOSED;
+    c->next = tp->closed;
+    tp->closed = c;
+}
+
+void tcp_reap_closed(xdev_tp_t *tp)
+{
+    while (tp->closed) {
+        tcp_conn_t *c = tp->closed;
+        tp->closed = c->next;
+        free(c->stage);
+        free(c);
+    }
 }
 
 static void tune_socket(int fd)
@@ -299,6 +313,8 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
 void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
 {
     switch (c->state) {
+    case CONN_CLOSED: /* closed earlier in this batch */
+        break;
     case CONN_DIALING: {
         int err = 0;
         socklen_t len = sizeof err;
