@@ -1,0 +1,20 @@
+/*
+ * cases.h - the conformance cases; each lives in the file of its name and
+ * runs between h_init and h_finalize on every rank.
+ */
+#ifndef XDEV_CONFORMANCE_CASES_H
+#define XDEV_CONFORMANCE_CASES_H
+
+void case_matching(void);
+void matching_ordering(void); /* ordering.c */
+void matching_probe(void);    /* probe.c */
+void case_sizes(void);
+void case_truncate(void);
+void case_issend(void);
+void case_peek(void);
+void case_threads(void);
+void case_outstanding(void);
+void case_stress(void);
+void case_self(void);
+
+#endif
