@@ -104,7 +104,7 @@ int xdev_config_init(xdev_config_t *cfg)
 
 static bool transport_known(const char *name)
 {
-    return !strcmp(name, "auto") || !strcmp(name, "tcp");
+    return !strcmp(name, "auto") || transport_find(name);
 }
 
 int config_validate(const xdev_config_t *c)

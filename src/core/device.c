@@ -25,19 +25,12 @@ static void device_free(xdev_t *d)
     free(d);
 }
 
-static int open_transport(xdev_t *d)
+static void close_transports(xdev_t *d)
 {
-    /* "auto" is TCP until there is a second transport to choose from. */
-    d->tp_ops = &xdev_tcp_ops;
-    xdev_tp_params_t p = {
-        .rank = d->rank,
-        .size = d->size,
-        .eager_limit = d->cfg.eager_limit,
-        .peer_timeout_ms = d->cfg.peer_timeout_ms,
-        .job_secret = d->cfg.job_secret,
-        .peers = d->cfg.peers,
-    };
-    return d->tp_ops->open(d, &p, &d->tp);
+    while (d->ntps > 0) {
+        d->ntps--;
+        d->tps[d->ntps].ops->close(d->tps[d->ntps].tp);
+    }
 }
 
 int xdev_init(const xdev_config_t *cfg, xdev_t **out)
@@ -75,13 +68,9 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
         return XDEV_ERR_NOMEM;
     }
     auth_init(d);
-    if ((rc = open_transport(d)) != XDEV_OK) {
-        d->tp = NULL;
-        device_free(d);
-        return rc;
-    }
-    if ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK) {
-        d->tp_ops->close(d->tp);
+    if ((rc = select_transports(d)) != XDEV_OK ||
+        ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK)) {
+        close_transports(d);
         device_free(d);
         return rc;
     }
@@ -103,7 +92,10 @@ static bool sends_done(xdev_t *d, void *deadline)
 
 static bool closed(xdev_t *d, void *deadline)
 {
-    return d->tp_ops->shutdown(d->tp) || xdev_now_ms() >= *(uint64_t *)deadline;
+    bool all = true;
+    for (int i = 0; i < d->ntps; i++)
+        all &= d->tps[i].ops->shutdown(d->tps[i].tp) != 0;
+    return all || xdev_now_ms() >= *(uint64_t *)deadline;
 }
 
 int xdev_finalize(xdev_t *d)
@@ -117,7 +109,7 @@ int xdev_finalize(xdev_t *d)
     d->finalizing = true;
     proto_drop_unexpected(d);
     progress_until(d, closed, &deadline);
-    d->tp_ops->close(d->tp);
+    close_transports(d);
 
     /* Abandon what the caller never reaped, finished or not: its storage
      * is the caller's again. */
@@ -174,5 +166,5 @@ size_t xdev_unexpected_peak(xdev_t *d)
 
 const char *xdev_peer_transport(xdev_t *d, int peer)
 {
-    return peer == d->rank ? "self" : d->tp_ops->name;
+    return peer == d->rank ? "self" : peer_ops(d, peer)->name;
 }

@@ -35,7 +35,7 @@ enum req_flag {
 };
 
 /* What a txop carries (xdev_txop_t.owner). */
-enum op_owner { OP_REQ = 1, OP_SYNC_ACK = 2 };
+enum op_owner { OP_REQ = 1, OP_CONTROL = 2 /* a malloc'd SYNC_ACK or RNDZ_END */ };
 
 typedef struct xreq {
     uint64_t magic;       /* REQ_MAGIC while active; cleared when reaped */
@@ -81,6 +81,7 @@ typedef struct uxmsg {
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
     uint64_t remote_id;          /* sender's request id (sync, rendezvous) */
+    uint64_t remote_addr;        /* rendezvous: sender's buffer for a get */
     void *data;                  /* buffered payload, or NULL */
     size_t charge;               /* bytes counted against the bound */
     xreq_t *rreq;                /* receive that matched it before it was READY */
@@ -90,8 +91,11 @@ typedef struct uxmsg {
 
 typedef struct peer {
     bool dead;
+    uint8_t tp;         /* index into xdev.tps of the transport serving it */
     size_t eager_limit; /* largest eager message the peer may send us */
 } peer_t;
+
+#define XDEV_MAX_TRANSPORTS 2
 
 typedef struct req_slot {
     xreq_t *req;
@@ -107,8 +111,11 @@ struct xdev {
     pthread_mutex_t lock;
     bool finalizing;
 
-    const xdev_tp_ops_t *tp_ops;
-    xdev_tp_t *tp;
+    struct {
+        const xdev_tp_ops_t *ops;
+        xdev_tp_t *tp;
+    } tps[XDEV_MAX_TRANSPORTS];
+    int ntps;
     peer_t *peers;
 
     req_slot_t *slots;
@@ -141,6 +148,16 @@ static inline void dev_unlock(xdev_t *d)
         pthread_mutex_unlock(&d->lock);
 }
 
+/* The transport that carries traffic to peer (never our own rank). */
+static inline const xdev_tp_ops_t *peer_ops(const xdev_t *d, int peer)
+{
+    return d->tps[d->peers[peer].tp].ops;
+}
+static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
+{
+    return d->tps[d->peers[peer].tp].tp;
+}
+
 /* request.c */
 int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx);
 void req_complete(xdev_t *d, xreq_t *r, int err);
@@ -167,6 +184,11 @@ void progress_thread_stop(xdev_t *d);
 
 /* auth.c */
 void auth_init(xdev_t *d);
+
+/* select.c */
+int select_transports(xdev_t *d);
+const xdev_tp_ops_t *transport_find(const char *name);
+const char *job_id(void);
 
 /* config.c */
 int config_from_env(xdev_config_t *cfg);

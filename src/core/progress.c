@@ -32,15 +32,23 @@ uint64_t xdev_now_ms(void)
 
 void progress_once(xdev_t *d)
 {
-    d->tp_ops->progress(d->tp, 0);
+    for (int i = 0; i < d->ntps; i++)
+        d->tps[i].ops->progress(d->tps[i].tp, 0);
 }
 
-static void sleep_on_transport(xdev_t *d, int ms)
+/* Sleep until a transport has work or ms pass. A transport with nothing to
+ * sleep on (shared memory) can only be polled: then yield and come back. */
+static void sleep_on_transports(xdev_t *d, int ms)
 {
-    struct pollfd p = { .fd = d->tp_ops->wait_fd(d->tp), .events = POLLIN };
+    struct pollfd p[XDEV_MAX_TRANSPORTS];
+    bool pollable = true;
+    for (int i = 0; i < d->ntps; i++) {
+        p[i] = (struct pollfd){ .fd = d->tps[i].ops->wait_fd(d->tps[i].tp), .events = POLLIN };
+        pollable &= p[i].fd >= 0;
+    }
     dev_unlock(d);
-    if (p.fd >= 0)
-        poll(&p, 1, ms);
+    if (pollable)
+        poll(p, (nfds_t)d->ntps, ms);
     else
         sched_yield();
     dev_lock(d);
@@ -67,7 +75,7 @@ void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
             sched_yield();
             dev_lock(d);
         } else {
-            sleep_on_transport(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE);
+            sleep_on_transports(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE);
             progress_once(d);
         }
     }
@@ -77,10 +85,9 @@ static void *progress_main(void *arg)
 {
     xdev_t *d = arg;
     while (!__atomic_load_n(&d->progress_thread_stop, __ATOMIC_ACQUIRE)) {
-        struct pollfd p = { .fd = d->tp_ops->wait_fd(d->tp), .events = POLLIN };
-        poll(&p, p.fd >= 0 ? 1 : 0, 10);
         dev_lock(d);
         progress_once(d);
+        sleep_on_transports(d, 10);
         dev_unlock(d);
     }
     return NULL;

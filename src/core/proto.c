@@ -198,41 +198,52 @@ static void op_sent(xdev_t *d, xreq_t *r)
 /* Hand r's op to the transport and deal with an immediate outcome. */
 static void send_op(xdev_t *d, xreq_t *r, int peer)
 {
-    int rc = d->tp_ops->send(d->tp, peer, &r->op);
+    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, &r->op);
     if (rc == 1)
         op_sent(d, r);
     else if (rc < 0)
         req_complete(d, r, XDEV_ERR_PEER);
 }
 
-static void send_sync_ack(xdev_t *d, int peer, int tag, int ctx, uint64_t sreq)
+/* Tell the sender of request sreq that its message was matched
+ * (SYNC_ACK) or taken (RNDZ_END). */
+static void send_control(xdev_t *d, int peer, int tag, int ctx, uint32_t type, uint64_t sreq)
 {
     if (d->peers[peer].dead)
         return;
     xdev_txop_t *op = calloc(1, sizeof *op);
     if (!op)
-        return; /* the sender's issend then fails when either side goes away */
+        return; /* the sender's request then fails when either side goes away */
     xdev_head_t h;
-    head_init(&h, d, peer, tag, ctx, XDEV_MSG_SYNC_ACK);
+    head_init(&h, d, peer, tag, ctx, type);
     h.f[0] = sreq;
     op_build(op, &h, NULL, 0);
-    op->owner = OP_SYNC_ACK;
-    if (d->tp_ops->send(d->tp, peer, op) != 0)
+    op->owner = OP_CONTROL;
+    if (peer_ops(d, peer)->send(peer_tp(d, peer), peer, op) != 0)
         free(op);
 }
 
 /* Rendezvous: r matched an offer of the sender's request sreq; its status
- * already says how many bytes it accepts. Ask for them. */
-static void rndz_reply(xdev_t *d, xreq_t *r, uint64_t sreq)
+ * already says how many bytes it accepts. Take them with the transport's
+ * get where the sender advertised its buffer, else ask for them. */
+static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, uint64_t remote_addr)
 {
+    int peer = r->status.source;
+    const xdev_tp_ops_t *ops = peer_ops(d, peer);
+    if (remote_addr && ops->get &&
+        ops->get(peer_tp(d, peer), peer, r->buf, r->status.count, remote_addr) == XDEV_OK) {
+        send_control(d, peer, r->status.tag, r->ctx, XDEV_MSG_RNDZ_END, sreq);
+        req_complete(d, r, XDEV_OK);
+        return;
+    }
     xdev_head_t h;
-    head_init(&h, d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_RNDZ_REPLY);
+    head_init(&h, d, peer, r->status.tag, r->ctx, XDEV_MSG_RNDZ_REPLY);
     h.f[0] = sreq;
     h.f[1] = r->id;
     h.f[2] = r->status.count;
     op_build(&r->op, &h, NULL, 0);
     r->phase = PH_REPLY_QUEUED;
-    send_op(d, r, r->status.source);
+    send_op(d, r, peer);
 }
 
 static uxmsg_t *ux_new(int src, int tag, int ctx, uint32_t type, size_t len, uint64_t remote)
@@ -311,9 +322,12 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
         op_build(&s->op, &h, s->buf, s->len);
         s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
     } else {
+        const xdev_tp_ops_t *ops = peer_ops(d, s->peer);
         head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_START);
         h.f[0] = s->id;
         h.f[1] = s->len;
+        if (ops->get && ops->use_get(peer_tp(d, s->peer), s->peer, s->len))
+            h.f[2] = (uint64_t)(uintptr_t)s->buf;
         op_build(&s->op, &h, NULL, 0);
         s->phase = PH_RNDZ_START;
     }
@@ -335,11 +349,12 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     if (e->state == UX_DEFERRED && !e->self_sreq) {
         e->rreq = r;
         bool offer = e->type == XDEV_MSG_RNDZ_START;
-        d->tp_ops->resume(d->tp, e->token, offer ? NULL : r->buf, offer ? 0 : n);
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, offer ? NULL : r->buf,
+                                    offer ? 0 : n);
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
-        rndz_reply(d, r, e->remote_id);
+        rndz_accept(d, r, e->remote_id, e->remote_addr);
     } else {
         const void *src = e->self_sreq ? e->self_sreq->buf : e->data;
         if (n)
@@ -347,7 +362,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
         if (e->self_sreq)
             req_complete(d, e->self_sreq, XDEV_OK);
         else if (e->type == XDEV_MSG_EAGER_SYNC)
-            send_sync_ack(d, e->src, e->tag, e->ctx, e->remote_id);
+            send_control(d, e->src, e->tag, e->ctx, XDEV_MSG_SYNC_ACK, e->remote_id);
         req_complete(d, r, XDEV_OK);
     }
     ux_free(d, e);
@@ -371,7 +386,7 @@ int proto_recv(xdev_t *d, xreq_t *r)
     r->phase = PH_RECV_POSTED;
     d->posted_wild[wild_kind(r->peer, r->tag)]++;
     if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
-        d->tp_ops->watch(d->tp, r->peer);
+        peer_ops(d, r->peer)->watch(peer_tp(d, r->peer), r->peer);
     return XDEV_OK;
 }
 
@@ -392,7 +407,7 @@ static void ux_retry_deferred(xdev_t *d)
         }
         e->state = UX_ARRIVING;
         d->ux_deferred--;
-        d->tp_ops->resume(d->tp, e->token, e->data, payload);
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, e->data, payload);
     }
 }
 
@@ -409,7 +424,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     if (r) {
         size_t n = recv_accept(r, peer, h->tag, msglen);
         if (offer) {
-            rndz_reply(d, r, rx->head.f[0]);
+            rndz_accept(d, r, rx->head.f[0], rx->head.f[2]);
             return XDEV_RX_DELIVER;
         }
         if (h->type == XDEV_MSG_EAGER_SYNC) {
@@ -425,6 +440,8 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     uxmsg_t *e = ux_new(peer, h->tag, h->ctx, h->type, msglen, rx->head.f[0]);
     if (!e)
         return XDEV_ERR_NOMEM;
+    if (offer)
+        e->remote_addr = rx->head.f[2];
     size_t payload = rx->len;
     if (ux_charge(d, e, UX_ENTRY_COST + payload) && (payload == 0 || (e->data = malloc(payload)))) {
         e->state = UX_ARRIVING;
@@ -460,6 +477,15 @@ static int rx_sync_ack(xdev_t *d, int peer, const xdev_rx_t *rx)
     s->flags |= F_ACKED;
     if (s->flags & F_WRITTEN)
         req_complete(d, s, XDEV_OK);
+    return XDEV_RX_DELIVER;
+}
+
+static int rx_rndz_end(xdev_t *d, int peer, const xdev_rx_t *rx)
+{
+    xreq_t *s = req_lookup(d, rx->head.f[0]);
+    if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_WAIT_REPLY)
+        return XDEV_ERR_PEER;
+    req_complete(d, s, XDEV_OK);
     return XDEV_RX_DELIVER;
 }
 
@@ -513,6 +539,8 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
         return rx->len ? XDEV_ERR_PEER : rx_rndz_reply(d, peer, rx);
     case XDEV_MSG_RNDZ_DATA:
         return rx_rndz_data(d, peer, rx);
+    case XDEV_MSG_RNDZ_END:
+        return rx->len ? XDEV_ERR_PEER : rx_rndz_end(d, peer, rx);
     default:
         return XDEV_ERR_PEER;
     }
@@ -522,7 +550,8 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 static void recv_filled(xdev_t *d, xreq_t *r)
 {
     if ((r->flags & F_SYNC) && !d->peers[r->status.source].dead)
-        send_sync_ack(d, r->status.source, r->status.tag, r->ctx, r->remote_id);
+        send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_SYNC_ACK,
+                     r->remote_id);
     req_complete(d, r, XDEV_OK);
 }
 
@@ -541,7 +570,7 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
-        rndz_reply(d, r, e->remote_id);
+        rndz_accept(d, r, e->remote_id, e->remote_addr);
     } else {
         if (e->data && r->status.count)
             memcpy(r->buf, e->data, r->status.count);
@@ -556,7 +585,7 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
 
 void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
 {
-    if (op->owner == OP_SYNC_ACK) {
+    if (op->owner == OP_CONTROL) {
         free(op);
         return;
     }
@@ -624,6 +653,6 @@ void proto_drop_unexpected(xdev_t *d)
             continue;
         e->state = UX_ARRIVING;
         d->ux_deferred--;
-        d->tp_ops->resume(d->tp, e->token, NULL, 0);
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, NULL, 0);
     }
 }

@@ -7,14 +7,19 @@
  * then, once the payload is in place, xdev_core_rx_end. It knows nothing of
  * matching, requests or protocols; the core knows nothing of sockets.
  *
- * Every function here is called with the device lock held, and a
- * transport's callbacks into the core happen only from inside its progress
- * function, never from inside send/resume/watch, so neither side has to
- * cope with re-entry.
+ * Every function here is called with the device lock held. A transport's
+ * callbacks into the core happen only from inside its progress function,
+ * never from inside send/resume/watch/get. The core may call send, resume
+ * and watch from inside a callback (e.g. to answer a message), so a
+ * transport keeps its own state consistent before it calls back.
+ *
+ * One device may drive several transports at once (shm to ranks on this
+ * host, tcp to the others); each peer is served by exactly one of them.
  */
 #ifndef XDEV_TRANSPORT_H
 #define XDEV_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "wire.h"
@@ -71,7 +76,10 @@ typedef struct xdev_tp_params {
     size_t eager_limit;
     int peer_timeout_ms;
     const char *job_secret;
+    const char *job_id;       /* names per-job resources (shm segments) */
     const char *const *peers; /* explicit table, or NULL */
+    const bool *serve;        /* serve[r]: this transport carries traffic
+                               * to rank r (never set for our own rank) */
 } xdev_tp_params_t;
 
 typedef struct xdev_tp xdev_tp_t; /* a transport's own state */
@@ -96,6 +104,14 @@ typedef struct xdev_tp_ops {
     /* The core waits for a message from peer: make sure that peer's death
      * would be noticed (connect if not connected). */
     void (*watch)(xdev_tp_t *tp, int peer);
+    /* Optional one-sided bulk read for rendezvous (NULL if none): copy len
+     * bytes at remote_addr in peer's address space, which the peer
+     * advertised in RNDZ_START, into dst. Synchronous. On an error the core
+     * falls back to having the data sent (RNDZ_REPLY/RNDZ_DATA). */
+    int (*get)(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr);
+    /* Should a rendezvous of len bytes to peer advertise its buffer for
+     * get? Only consulted when get is set. */
+    bool (*use_get)(xdev_tp_t *tp, int peer, size_t len);
     /* Begin an orderly close: finish queued sends, then tell every peer we
      * are done. Returns 1 once every connection is closed. */
     int (*shutdown)(xdev_tp_t *tp);
@@ -127,5 +143,6 @@ uint64_t xdev_auth_nonce(void);
 uint64_t xdev_now_ms(void);
 
 extern const xdev_tp_ops_t xdev_tcp_ops;
+extern const xdev_tp_ops_t xdev_shm_ops;
 
 #endif

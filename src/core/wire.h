@@ -21,11 +21,15 @@ enum xdev_msg_type {
     XDEV_MSG_EAGER = 1,      /* payload = the message */
     XDEV_MSG_EAGER_SYNC = 2, /* f0 = sender's request id; payload = the message */
     XDEV_MSG_SYNC_ACK = 3,   /* f0 = sender's request id: matched */
-    XDEV_MSG_RNDZ_START = 4, /* f0 = sender's request id, f1 = message length */
+    XDEV_MSG_RNDZ_START = 4, /* f0 = sender's request id, f1 = message length,
+                              * f2 = sender's buffer address for a transport
+                              * get, or 0 */
     XDEV_MSG_RNDZ_REPLY = 5, /* f0 = sender's request id, f1 = receiver's request
                               * id, f2 = bytes the receiver accepts */
     XDEV_MSG_RNDZ_DATA = 6,  /* f0 = receiver's request id; payload = the data */
-    XDEV_MSG_TYPE_MAX = 6,
+    XDEV_MSG_RNDZ_END = 7,   /* f0 = sender's request id: the receiver got
+                              * the data itself (transport get) */
+    XDEV_MSG_TYPE_MAX = 7,
 };
 
 typedef struct xdev_hdr {

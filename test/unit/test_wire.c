@@ -64,9 +64,10 @@ static void test_types(void)
     CHECK(xdev_wire_head_len(XDEV_MSG_EAGER) == 20);
     CHECK(xdev_wire_head_len(XDEV_MSG_EAGER_SYNC) == 28);
     CHECK(xdev_wire_head_len(XDEV_MSG_SYNC_ACK) == 28);
-    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_START) == 36);
+    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_START) == 44);
     CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_REPLY) == 44);
     CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_DATA) == 28);
+    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_END) == 28);
     CHECK(xdev_wire_head_len(0) == 0);
     CHECK(xdev_wire_head_len(XDEV_MSG_TYPE_MAX + 1) == 0);
     CHECK(xdev_wire_head_len(0xffffffffu) == 0);

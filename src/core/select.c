@@ -1,0 +1,160 @@
+/*
+ * select.c - which transport carries traffic to each peer.
+ *
+ * "tcp" and "shm" serve every peer with that transport. "auto" serves the
+ * ranks on this host with shm and the others with tcp, which needs to know
+ * where every rank runs: each rank publishes a host identity through the
+ * bootstrap and reads everyone's at init (a file read per rank, not a
+ * connection). A hostname is not enough to decide that two processes can
+ * share memory: the identity is the kernel's boot id plus the IPC, mount
+ * and PID namespaces (shm segments, /dev/shm and process_vm_readv all
+ * depend on them). XDEV_HOST_ID overrides it, which is how tests make
+ * several simulated hosts on one machine.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "device.h"
+
+#define HOST_ID_MAX 256
+
+static void read_first_line(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(out, (int)cap, f))
+        out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+static void host_id(char *out, size_t cap)
+{
+    const char *env = getenv("XDEV_HOST_ID");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return;
+    }
+    char boot[64], ns[3][64];
+    read_first_line("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+    const char *names[3] = { "/proc/self/ns/ipc", "/proc/self/ns/mnt", "/proc/self/ns/pid" };
+    for (int i = 0; i < 3; i++) {
+        ssize_t n = readlink(names[i], ns[i], sizeof ns[i] - 1);
+        ns[i][n > 0 ? n : 0] = '\0';
+    }
+    snprintf(out, cap, "%s/%s/%s/%s", boot, ns[0], ns[1], ns[2]);
+}
+
+/* The transports this library was built with. */
+static const xdev_tp_ops_t *const transports[] = { &xdev_tcp_ops };
+
+const xdev_tp_ops_t *transport_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
+        if (!strcmp(transports[i]->name, name))
+            return transports[i];
+    return NULL;
+}
+
+const char *job_id(void)
+{
+    const char *id = getenv("XDEV_JOB_ID");
+    return id && *id ? id : "nojob";
+}
+
+/* Wait (bounded) for every rank's host identity; serve_shm[r] says whether
+ * rank r shares this host. */
+static int find_local_ranks(xdev_t *d, bool *local)
+{
+    char mine[HOST_ID_MAX], theirs[HOST_ID_MAX];
+    host_id(mine, sizeof mine);
+    int rc = xdev_boot_publish(d, "host", mine);
+    if (rc != XDEV_OK)
+        return rc;
+    uint64_t deadline = xdev_now_ms() + (uint64_t)d->cfg.peer_timeout_ms;
+    for (int r = 0; r < d->size; r++) {
+        if (r == d->rank)
+            continue;
+        while ((rc = xdev_boot_lookup(d, r, "host", theirs, sizeof theirs)) == 0) {
+            if (xdev_now_ms() >= deadline)
+                return XDEV_ERR_INIT;
+            nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+        }
+        if (rc < 0)
+            return rc;
+        local[r] = strcmp(mine, theirs) == 0;
+    }
+    return XDEV_OK;
+}
+
+static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
+{
+    xdev_tp_params_t p = {
+        .rank = d->rank,
+        .size = d->size,
+        .eager_limit = d->cfg.eager_limit,
+        .peer_timeout_ms = d->cfg.peer_timeout_ms,
+        .job_secret = d->cfg.job_secret,
+        .job_id = job_id(),
+        .peers = d->cfg.peers,
+        .serve = serve,
+    };
+    int i = d->ntps;
+    int rc = ops->open(d, &p, &d->tps[i].tp);
+    if (rc != XDEV_OK)
+        return rc;
+    d->tps[i].ops = ops;
+    d->ntps++;
+    for (int r = 0; r < d->size; r++)
+        if (serve[r])
+            d->peers[r].tp = (uint8_t)i;
+    return XDEV_OK;
+}
+
+int select_transports(xdev_t *d)
+{
+    const char *want = d->cfg.transport;
+    bool *shm = calloc((size_t)d->size, sizeof *shm);
+    bool *tcp = calloc((size_t)d->size, sizeof *tcp);
+    int rc = shm && tcp ? XDEV_OK : XDEV_ERR_NOMEM;
+    /* With an explicit peer table there is no bootstrap to compare hosts
+     * through: auto means tcp to everyone. */
+    bool autoselect = !strcmp(want, "auto") && d->size > 1 && !d->cfg.peers;
+    if (rc == XDEV_OK && autoselect)
+        rc = find_local_ranks(d, shm);
+    for (int r = 0; rc == XDEV_OK && r < d->size; r++) {
+        if (r == d->rank)
+            continue;
+        if (!strcmp(want, "shm"))
+            shm[r] = true;
+        tcp[r] = !shm[r];
+    }
+    bool any_shm = false, any_tcp = false;
+    for (int r = 0; r < d->size; r++) {
+        any_shm |= shm[r];
+        any_tcp |= tcp[r];
+    }
+    const xdev_tp_ops_t *shm_ops = transport_find("shm");
+    if (rc == XDEV_OK && any_shm && !shm_ops) {
+        if (autoselect) { /* built without shm: tcp serves everyone */
+            for (int r = 0; r < d->size; r++)
+                tcp[r] = r != d->rank;
+            any_tcp = true;
+            any_shm = false;
+        } else {
+            rc = XDEV_ERR_INIT;
+        }
+    }
+    if (rc == XDEV_OK && any_shm)
+        rc = open_one(d, shm_ops, shm);
+    /* tcp is always opened: it also serves as the transport of record for
+     * a job of one, where no peer needs it. */
+    if (rc == XDEV_OK && (any_tcp || !any_shm))
+        rc = open_one(d, &xdev_tcp_ops, tcp);
+    free(shm);
+    free(tcp);
+    return rc;
+}
