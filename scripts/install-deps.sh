@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install what building and testing xdev needs on Debian 12, as root (or
+# through sudo). Safe to run again: it only installs what is missing.
+set -euo pipefail
+
+packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

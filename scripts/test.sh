@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The whole test suite: build normally and with sanitizers, run every test
+# in each build, and end with one line "N passed, N failed".
+#
+#   scripts/test.sh              release + ASan/UBSan + TSan builds
+#   XDEV_TEST_BUILDS=plain scripts/test.sh   only the plain build
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+builds=${XDEV_TEST_BUILDS:-"plain asan tsan"}
+summary=$(mktemp)
+trap 'rm -f "$summary"' EXIT
+
+setup() { # name, meson options...
+    local dir=build-test-$1; shift
+    [ -d "$dir" ] || meson setup "$dir" "$@" >/dev/null || return 1
+    ninja -C "$dir" >/dev/null
+}
+
+for b in $builds; do
+    case $b in
+    plain) opts=(--buildtype=debugoptimized) ;;
+    asan) opts=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false) ;;
+    tsan) opts=(--buildtype=debug -Db_sanitize=thread -Db_lundef=false) ;;
+    *) echo "unknown build $b"; exit 2 ;;
+    esac
+    echo "=== build: $b"
+    if ! setup "$b" "${opts[@]}"; then
+        echo "build $b failed"
+        echo "build-$b FAIL" >>"$summary"
+        continue
+    fi
+    # TSan is for races between threads: it runs the tests where several
+    # threads share a device (threads, peek, the progress thread), not the
+    # single-threaded bulk tests it would only slow down tenfold.
+    selection=()
+    if [ "$b" = tsan ]; then
+        mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
+            sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|^unit-')
+    fi
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        meson test -C "build-test-$b" --print-errorlogs --num-processes 1 "${selection[@]}"
+    python3 - "build-test-$b/meson-logs/testlog.json" "$b" >>"$summary" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    print(f"{sys.argv[2]}:{t['name']} {t['result']}")
+PY
+done
+
+echo
+echo "=== results"
+grep -v ' OK$' "$summary" || true
+passed=$(grep -c ' OK$' "$summary")
+failed=$(grep -vc ' OK$' "$summary")
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
