@@ -110,6 +110,8 @@ struct xdev {
     char *cfg_strings;
     pthread_mutex_t lock;
     bool finalizing;
+    uint64_t activity;      /* arrivals and finished sends, ever: a waiter
+                             * that sees it move keeps spinning */
 
     struct {
         const xdev_tp_ops_t *ops;

@@ -54,14 +54,21 @@ static void sleep_on_transports(xdev_t *d, int ms)
     dev_lock(d);
 }
 
+/* The backoff clock restarts whenever traffic moves, so a long transfer
+ * is busy-polled throughout and only an idle wait backs off. */
 void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
 {
     bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
-    uint64_t start = 0;
+    uint64_t start = 0, seen = d->activity;
     for (unsigned spins = 0; !done(d, arg); spins++) {
         progress_once(d);
         if (done(d, arg))
             return;
+        if (d->activity != seen) {
+            seen = d->activity;
+            spins = 0;
+            start = 0;
+        }
         if (spins < 64)
             continue; /* skip the clock while a reply is likely imminent */
         uint64_t waited = start ? now_ns() - start : (start = now_ns(), 0);

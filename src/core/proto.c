@@ -520,6 +520,7 @@ static int rx_rndz_data(xdev_t *d, int peer, xdev_rx_t *rx)
 int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 {
     const xdev_hdr_t *h = &rx->head.hdr;
+    d->activity++;
     rx->dst = NULL;
     rx->dst_len = 0;
     rx->cookie = NULL;
@@ -585,6 +586,7 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
 
 void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
 {
+    d->activity++;
     if (op->owner == OP_CONTROL) {
         free(op);
         return;
