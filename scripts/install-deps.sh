@@ -3,7 +3,9 @@
 # through sudo). Safe to run again: it only installs what is missing.
 set -euo pipefail
 
-packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps)
+packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
+    # the Soft-RoCE VM that the ibv tests boot (test/ibv)
+    qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest)
 
 missing=()
 for p in "${packages[@]}"; do
