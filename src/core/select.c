@@ -49,7 +49,7 @@ static void host_id(char *out, size_t cap)
 }
 
 /* The transports this library was built with. */
-static const xdev_tp_ops_t *const transports[] = { &xdev_tcp_ops };
+static const xdev_tp_ops_t *const transports[] = { &xdev_tcp_ops, &xdev_shm_ops };
 
 const xdev_tp_ops_t *transport_find(const char *name)
 {

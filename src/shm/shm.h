@@ -1,0 +1,138 @@
+/*
+ * shm.h - the shared-memory transport's own state, shared by its files:
+ *   shm.c       the ops table, open/close, progress, noticing departed peers
+ *   shm_seg.c   segments (create, map, unlink), liveness checks, the CMA get
+ *   shm_ring.c  messages as records in a ring: writing and parsing them
+ *   shm_tx.c    sending: the per-peer queue and its flushing
+ *   shm_rx.c    receiving: a ring's messages handed to the core
+ *
+ * Every rank owns one segment, "/xdev-<job id>-<rank>", holding one ring per
+ * local rank that sends to it (shm_ring.h). At open every rank creates its
+ * own segment and maps the segments of all the local ranks it serves, then
+ * the last of them to map a segment unlinks its name, so nothing is left in
+ * /dev/shm however the job ends (xdevrun removes what ranks killed during
+ * start-up leave).
+ *
+ * A peer is known to be gone when its process has exited (a pidfd, or
+ * kill(pid, 0) where pidfds are missing), when it set `eof` on its ring to
+ * us, or when it set `closed` on our ring to it (it left, or it dropped us
+ * for breaking the protocol). Its queued sends then fail at once; what it
+ * wrote before it went is still read, and only then is the core told.
+ *
+ * Like a TCP connection, a ring is "proven" only once the peer has begun
+ * reading it (it sets ctl->seen): until then the first send to that peer
+ * does not complete, so a send to a rank that died before we ever talked
+ * to it fails instead of vanishing into a ring nobody reads.
+ */
+#ifndef XDEV_SHM_H
+#define XDEV_SHM_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include "../core/transport.h"
+#include "shm_ring.h"
+
+#define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
+#define SHM_VERSION 1
+#define SHM_CHECK_MS 20     /* how often departed peers are looked for */
+#define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
+
+/* The head of a segment. Written by the owner before `magic` is published,
+ * then only `mapped` changes. */
+typedef struct shm_seg_hdr {
+    _Atomic uint64_t magic;  /* SHM_MAGIC once the rest is ready */
+    uint32_t version;
+    int32_t owner_rank;
+    int32_t owner_pid;
+    uint32_t nrings;
+    uint32_t nlocal;         /* ranks that will map it: the owner and its senders */
+    uint32_t reserved;
+    uint64_t total_bytes;
+    uint64_t ring_bytes;     /* data bytes of each ring, a power of two */
+    uint64_t ctl_off;        /* nrings shm_ring_ctl_t */
+    uint64_t data_off;       /* nrings data areas of ring_bytes */
+    uint64_t eager_limit;    /* largest eager message the owner sends */
+    uint64_t self_addr;      /* this header in the owner's address space:
+                              * what peers read to test process_vm_readv */
+    _Alignas(SHM_SPLIT) _Atomic uint32_t mapped; /* the last mapper unlinks */
+    _Alignas(SHM_SPLIT) int32_t senders[];       /* ring i carries senders[i] */
+} shm_seg_hdr_t;
+
+/* A segment as mapped here. */
+typedef struct shm_seg {
+    shm_seg_hdr_t *hdr;
+    size_t bytes;
+} shm_seg_t;
+
+enum shm_rx_state {
+    RX_IDLE,     /* between messages */
+    RX_DEFERRED, /* the core has not said where the payload goes */
+    RX_RESUMED,  /* it has: the start record is still in the ring */
+    RX_PAYLOAD,  /* fragments of the payload are still to come */
+};
+
+enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
+
+typedef struct shm_peer {
+    int rank;
+    bool gone;       /* left or died: nothing new will come or be read */
+    bool failed;     /* the core has been told */
+    bool proven;     /* it has read from our ring to it */
+    bool rx_seen;    /* we told it we read its ring */
+    uint8_t rx_state;
+    uint8_t cma;
+    int pid;
+    int pidfd;       /* -1: fall back to kill(pid, 0) */
+    size_t eager_limit;
+    uint64_t cma_probe; /* where its segment header is in its address space */
+    shm_seg_t seg;      /* its segment, with our ring to it */
+    shm_txring_t tx;
+    xdev_txop_t *txq_head, *txq_tail;
+    shm_rxring_t rx;    /* its ring to us, in our segment */
+    size_t rx_got;      /* payload bytes of the current message read */
+    size_t rx_skip;     /* start record: framing and head before the payload */
+    xdev_rx_t rxm;
+} shm_peer_t;
+
+struct xdev_tp {
+    xdev_t *dev;
+    int rank, size;
+    shm_peer_t **by_rank; /* size entries, NULL for ranks we do not serve */
+    shm_peer_t *peers;    /* the npeers ranks we serve */
+    int npeers;
+    struct pollfd *pidfds; /* npeers entries, fd -1 where unused */
+    shm_seg_t own;
+    char own_name[128];
+    size_t cma_min;       /* smallest rendezvous worth a get; SIZE_MAX: never */
+    uint64_t next_check_ms;
+    bool announced;       /* every peer's eager limit is known to the core */
+};
+
+/* shm_seg.c */
+int shm_seg_name(char *out, size_t cap, const char *job_id, int rank);
+int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes);
+int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms);
+void shm_seg_unmap(shm_seg_t *seg);
+void shm_seg_find_gone(xdev_tp_t *tp);
+bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p);
+int shm_seg_get(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr);
+
+/* shm_ring.c */
+bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op);
+size_t shm_ring_frag_max(size_t ring_bytes);
+
+/* shm_tx.c */
+int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+void shm_flush(xdev_tp_t *tp, shm_peer_t *p);
+void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p);
+void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);
+
+/* shm_rx.c */
+void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p);
+void shm_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+
+/* shm.c */
+void shm_peer_gone(xdev_tp_t *tp, shm_peer_t *p);
+void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * shm_ring.c - a message as records in a ring (format in shm_ring.h).
+ *
+ * A message that fits is one start record: payload length, head and the
+ * whole payload, written with two copies and published with one store. A
+ * longer one (rendezvous data of many MiB, or anything that meets the end
+ * of the data area) continues in fragments of at most frag_max bytes, each
+ * published as soon as it is written, so that the receiver copies one
+ * fragment out while the next is copied in: the pipelined double copy.
+ *
+ * op->sent counts the head and payload bytes already in the ring.
+ */
+#include <string.h>
+#include "shm.h"
+
+/* Fragments this size keep both copies streaming from the L2 cache while
+ * a few are in flight; larger ones only delay the receiver's first copy. */
+#define SHM_FRAG_BYTES (32 * 1024)
+/* With the ring nearly full, wait for room for a fragment this large
+ * rather than dribble out small ones. */
+#define SHM_FRAG_MIN 4096
+
+size_t shm_ring_frag_max(size_t ring_bytes)
+{
+    size_t quarter = ring_bytes / 4;
+    return quarter < SHM_FRAG_BYTES ? quarter : SHM_FRAG_BYTES;
+}
+
+bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
+{
+    const size_t total = (size_t)op->head_len + op->payload_len;
+    while (op->sent < total) {
+        bool start = op->sent == 0;
+        size_t framing = start ? SHM_START_FRAMING + op->head_len : 8;
+        size_t done = start ? 0 : op->sent - op->head_len;
+        size_t left = op->payload_len - done;
+        size_t want = left < r->frag_max ? left : r->frag_max;
+        uint64_t room = shm_tx_room(r, shm_rec_size(framing - 8 + want));
+        if (!room) /* else it holds at least a line: any framing fits */
+            return false;
+        size_t chunk = room - framing < want ? (size_t)(room - framing) : want;
+        /* A short piece is worth writing only where the data area ends
+         * (the rest follows at its start); otherwise wait for room. */
+        if (chunk < want && chunk < SHM_FRAG_MIN && (r->tail & r->mask) + room < r->size)
+            return false;
+        uint8_t *b = shm_tx_body(r);
+        uint64_t ctrl;
+        if (start) {
+            uint64_t len = op->payload_len;
+            memcpy(b, &len, 8);
+            memcpy(b + 8, xdev_txop_head(op), op->head_len);
+            b += 8 + op->head_len;
+            ctrl = SHM_REC_START | (8 + op->head_len + chunk);
+            op->sent = op->head_len;
+        } else {
+            ctrl = chunk;
+        }
+        if (chunk)
+            memcpy(b, (const char *)op->payload + done, chunk);
+        op->sent += chunk;
+        shm_tx_publish(r, ctrl);
+    }
+    shm_tx_zero_ahead(r);
+    return true;
+}

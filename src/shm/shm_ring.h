@@ -1,0 +1,184 @@
+/*
+ * shm_ring.h - the single-producer/single-consumer byte ring that carries
+ * one direction between two ranks, as laid out in shared memory, and the
+ * few inline steps that make up its fast path.
+ *
+ * A ring lives in the receiver's segment: a control block (ctl) and a
+ * power-of-two data area. The data area holds records, each starting on a
+ * 64-byte line with an 8-byte control word:
+ *
+ *   ctrl == 0            nothing here yet
+ *   ctrl & SHM_REC_START the first record of a message:
+ *                        [ctrl][u64 payload length][xdev head][payload...]
+ *   otherwise            a fragment: [ctrl][payload...]
+ *   ctrl & SHM_REC_BYTES bytes after the control word
+ *
+ * A record never wraps: it ends at the end of the data area at the latest
+ * (a long message simply becomes more fragments). The producer writes the
+ * record body, then publishes it with a release store of its control word,
+ * and the consumer acquires a control word before it reads the body.
+ *
+ * Where the consumer looks next, right after a record, it must find 0 or a
+ * fresh record, never stale bytes of an earlier lap (payload bytes from an
+ * earlier lap can look like anything, a control word included). So before
+ * a record is published, the control word of the line that follows it is
+ * 0: the producer clears the first word of every line ahead of its
+ * position in batches (`zeroed`), after publishing rather than before, so
+ * the clearing stores do not hold up the store that publishes; only when a
+ * record reaches past the cleared lines does it clear the one line after
+ * it first. Both need the line after a record to be free, which is why the
+ * producer keeps one line spare.
+ *
+ * The consumer publishes how far it has read in ctl->head (release, after
+ * copying a record out); the producer reads it (acquire) only when its
+ * cached copy says the ring is full. Nothing else is shared on the fast
+ * path: one copy in, one release store; one acquire load, one copy out,
+ * one release store. Each half of the ctl block is written by one process
+ * only, and the halves are 128 bytes apart because adjacent-line
+ * prefetchers move lines in pairs.
+ */
+#ifndef XDEV_SHM_RING_H
+#define XDEV_SHM_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_LINE 64
+#define SHM_SPLIT 128 /* distance between data written by different processes */
+
+#define SHM_REC_BYTES 0xffffffffull
+#define SHM_REC_START (1ull << 32)
+#define SHM_REC_KNOWN (SHM_REC_BYTES | SHM_REC_START)
+#define SHM_START_FRAMING 16 /* control word + payload length */
+#define SHM_ZERO_LOW 1024    /* clear lines ahead when fewer are clear ... */
+#define SHM_ZERO_HIGH 4096   /* ... up to this far ahead */
+
+/* The shared control block of one ring. */
+typedef struct shm_ring_ctl {
+    /* written by the consumer */
+    _Alignas(SHM_SPLIT) _Atomic uint64_t head; /* bytes of the ring read and released */
+    _Atomic uint32_t seen;   /* the consumer has begun reading this ring */
+    _Atomic uint32_t closed; /* the consumer stopped reading: it left or gave up on us */
+    /* written by the producer */
+    _Alignas(SHM_SPLIT) _Atomic uint32_t eof; /* the producer left after its last record */
+} shm_ring_ctl_t;
+
+_Static_assert(sizeof(shm_ring_ctl_t) == 2 * SHM_SPLIT, "two halves, one per process");
+
+/* The producer's private view of a ring in the peer's segment. */
+typedef struct shm_txring {
+    uint8_t *data;
+    shm_ring_ctl_t *ctl;
+    uint64_t size, mask;
+    uint64_t tail;      /* bytes written (absolute) */
+    uint64_t head_seen; /* the consumer's head when last read */
+    uint64_t zeroed;    /* each line in [tail, zeroed) starts with a 0 word */
+    size_t frag_max;    /* largest record body we write */
+} shm_txring_t;
+
+/* The consumer's private view of a ring in our own segment. */
+typedef struct shm_rxring {
+    uint8_t *data;
+    shm_ring_ctl_t *ctl;
+    uint64_t size, mask;
+    uint64_t head;      /* bytes read (absolute) */
+} shm_rxring_t;
+
+static inline _Atomic uint64_t *shm_ctrl_at(uint8_t *data, uint64_t off)
+{
+    return (_Atomic uint64_t *)(void *)(data + off);
+}
+
+static inline uint64_t shm_rec_size(uint64_t body)
+{
+    return (8 + body + SHM_LINE - 1) & ~(uint64_t)(SHM_LINE - 1);
+}
+
+/* Bytes a record may take at the producer's position: up to the end of
+ * the data area, and short of the consumer's head by one spare line.
+ * A multiple of SHM_LINE; 0 when the ring is full. The consumer's head is
+ * read only when the head we saw last leaves less than `want` bytes, so a
+ * producer that keeps ahead of a slow reader does not pull the head's line
+ * over for every message. */
+static inline uint64_t shm_tx_room(shm_txring_t *r, uint64_t want)
+{
+    uint64_t off = r->tail & r->mask;
+    uint64_t to_end = r->size - off;
+    uint64_t free = r->size + r->head_seen - r->tail;
+    if (want > to_end)
+        want = to_end;
+    if (free < want + SHM_LINE) {
+        r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
+        free = r->size + r->head_seen - r->tail;
+        if (free > r->size) /* a head that never was: a broken peer; write nothing */
+            return 0;
+    }
+    if (free <= SHM_LINE)
+        return 0;
+    free -= SHM_LINE;
+    return free < to_end ? free : to_end;
+}
+
+/* Where the body of a record at the producer's position goes. */
+static inline uint8_t *shm_tx_body(shm_txring_t *r)
+{
+    return r->data + (r->tail & r->mask) + 8;
+}
+
+/* Publish the record whose body was just written at the producer's
+ * position. ctrl carries the flags and the body length. */
+static inline void shm_tx_publish(shm_txring_t *r, uint64_t ctrl)
+{
+    uint64_t off = r->tail & r->mask;
+    uint64_t next = r->tail + shm_rec_size(ctrl & SHM_REC_BYTES);
+    if (next >= r->zeroed) { /* past the cleared lines: clear the next one now */
+        atomic_store_explicit(shm_ctrl_at(r->data, next & r->mask), 0, memory_order_relaxed);
+        r->zeroed = next + SHM_LINE;
+    }
+    atomic_store_explicit(shm_ctrl_at(r->data, off), ctrl, memory_order_release);
+    r->tail = next;
+}
+
+/* Clear lines ahead for the records to come (only lines the consumer has
+ * released, as far as we know). Called after publishing. */
+static inline void shm_tx_zero_ahead(shm_txring_t *r)
+{
+    if (r->zeroed - r->tail >= SHM_ZERO_LOW)
+        return;
+    uint64_t end = r->tail + SHM_ZERO_HIGH;
+    if (end > r->head_seen + r->size)
+        end = r->head_seen + r->size;
+    for (uint64_t z = r->zeroed; z < end; z += SHM_LINE)
+        atomic_store_explicit(shm_ctrl_at(r->data, z & r->mask), 0, memory_order_relaxed);
+    if (end > r->zeroed)
+        r->zeroed = end;
+}
+
+/* The control word of the next record, 0 if none has been published. */
+static inline uint64_t shm_rx_peek(shm_rxring_t *r)
+{
+    return atomic_load_explicit(shm_ctrl_at(r->data, r->head & r->mask), memory_order_acquire);
+}
+
+/* Is ctrl a control word the producer could have written here? */
+static inline bool shm_rx_valid(const shm_rxring_t *r, uint64_t ctrl)
+{
+    uint64_t body = ctrl & SHM_REC_BYTES;
+    return !(ctrl & ~SHM_REC_KNOWN) && body && 8 + body <= r->size - (r->head & r->mask);
+}
+
+static inline const uint8_t *shm_rx_body(const shm_rxring_t *r)
+{
+    return r->data + (r->head & r->mask) + 8;
+}
+
+/* Give the record just read back to the producer. */
+static inline void shm_rx_release(shm_rxring_t *r, uint64_t ctrl)
+{
+    r->head += shm_rec_size(ctrl & SHM_REC_BYTES);
+    atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+}
+
+#endif

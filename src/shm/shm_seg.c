@@ -1,0 +1,312 @@
+/*
+ * shm_seg.c - segments and the processes behind them.
+ *
+ * Layout of the segment "/xdev-<job id>-<rank>" (mode 0600):
+ *   [0, ctl_off)          shm_seg_hdr_t, then senders[nrings]
+ *   [ctl_off, data_off)   nrings shm_ring_ctl_t
+ *   [data_off, total)     nrings data areas of ring_bytes each
+ * All offsets are page multiples. The owner fills everything in, then
+ * publishes `magic`; a mapper that finds no magic yet tries again later.
+ * Everything a mapper reads from a segment is checked before it is used:
+ * another process wrote it.
+ *
+ * Liveness: each peer's pid comes from its segment. A pidfd (Linux 5.3)
+ * becomes readable when the process exits, zombie or not, and cannot be
+ * fooled by a reused pid; all of them are asked in one poll(). Without
+ * pidfds, kill(pid, 0) failing with ESRCH says the same, a little later
+ * (once the zombie is reaped).
+ *
+ * Single copy: process_vm_readv reads a peer's buffer directly. Whether
+ * the kernel lets us (ptrace access mode: Yama, containers, seccomp) is
+ * learnt by reading the peer's segment header out of its address space
+ * the first time it matters, and remembered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "shm.h"
+
+#define PAGE 4096
+#define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
+
+static uint64_t round_page(uint64_t n) { return (n + PAGE - 1) & ~(uint64_t)(PAGE - 1); }
+
+int shm_seg_name(char *out, size_t cap, const char *job_id, int rank)
+{
+    /* xdevrun removes /dev/shm/xdev-<job id>* after a job: keep that prefix,
+     * and keep the id to characters that cannot reach another name. */
+    size_t n = strspn(job_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
+    if (!n || job_id[n] || n > 64)
+        return XDEV_ERR_INIT;
+    snprintf(out, cap, "/xdev-%s-%d", job_id, rank);
+    return XDEV_OK;
+}
+
+static bool process_gone(int pid)
+{
+    return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+}
+
+/* A segment of our name exists already: a leftover of a dead process with
+ * the same job id may be replaced, a live one may not. */
+static bool stale(const char *name)
+{
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+        return errno == ENOENT;
+    struct stat st;
+    bool dead = true;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_seg_hdr_t)) {
+        shm_seg_hdr_t *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+        if (h != MAP_FAILED) {
+            dead = process_gone(h->owner_pid);
+            munmap(h, sizeof *h);
+        }
+    }
+    close(fd);
+    return dead;
+}
+
+static int create_fd(const char *name)
+{
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 && errno == EEXIST && stale(name)) {
+        shm_unlink(name);
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    }
+    return fd;
+}
+
+/* The last of the nlocal ranks to map a segment removes its name. */
+static void count_mapping(shm_seg_hdr_t *h, const char *name)
+{
+    if (atomic_fetch_add_explicit(&h->mapped, 1, memory_order_acq_rel) + 1 >= h->nlocal)
+        shm_unlink(name);
+}
+
+int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
+{
+    uint64_t nrings = (uint64_t)tp->npeers;
+    uint64_t ctl_off = round_page(sizeof(shm_seg_hdr_t) + nrings * sizeof(int32_t));
+    uint64_t data_off = ctl_off + round_page(nrings * sizeof(shm_ring_ctl_t));
+    uint64_t total = data_off + nrings * ring_bytes;
+    int fd = create_fd(tp->own_name);
+    if (fd < 0)
+        return errno == EEXIST ? XDEV_ERR_INIT : XDEV_ERR_SYSTEM;
+    uint8_t *base = MAP_FAILED;
+    if (ftruncate(fd, (off_t)total) == 0)
+        base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        shm_unlink(tp->own_name);
+        return XDEV_ERR_SYSTEM;
+    }
+    shm_seg_hdr_t *h = (shm_seg_hdr_t *)(void *)base;
+    tp->own.hdr = h;
+    tp->own.bytes = total;
+    h->version = SHM_VERSION;
+    h->owner_rank = p->rank;
+    h->owner_pid = (int32_t)getpid();
+    h->nrings = (uint32_t)nrings;
+    h->nlocal = (uint32_t)nrings + 1;
+    h->total_bytes = total;
+    h->ring_bytes = ring_bytes;
+    h->ctl_off = ctl_off;
+    h->data_off = data_off;
+    h->eager_limit = p->eager_limit;
+    h->self_addr = (uint64_t)(uintptr_t)h;
+    for (int i = 0; i < tp->npeers; i++) {
+        shm_peer_t *q = &tp->peers[i];
+        h->senders[i] = q->rank;
+        q->rx.ctl = (shm_ring_ctl_t *)(void *)(base + ctl_off) + i;
+        q->rx.data = base + data_off + (uint64_t)i * ring_bytes;
+        q->rx.size = ring_bytes;
+        q->rx.mask = ring_bytes - 1;
+    }
+    atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
+    count_mapping(h, tp->own_name); /* ours; also unlinks at once if nobody else comes */
+    return XDEV_OK;
+}
+
+static bool pow2(uint64_t n) { return n && !(n & (n - 1)); }
+
+/* Does the header describe a segment that fits in `bytes`? */
+static bool header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner)
+{
+    uint64_t n = h->nrings;
+    return h->version == SHM_VERSION && h->owner_rank == owner && h->total_bytes == bytes &&
+           n > 0 && n < (1u << 20) && h->nlocal == n + 1 && pow2(h->ring_bytes) &&
+           h->ring_bytes >= PAGE && h->ring_bytes <= ((uint64_t)1 << 32) &&
+           h->ctl_off >= sizeof *h + n * sizeof(int32_t) &&
+           h->data_off >= h->ctl_off + n * sizeof(shm_ring_ctl_t) && h->data_off % PAGE == 0 &&
+           h->ctl_off % SHM_SPLIT == 0 && h->data_off <= bytes &&
+           (bytes - h->data_off) / h->ring_bytes >= n;
+}
+
+/* Map p's segment: 1 when done, 0 when it is not (fully) there yet, an
+ * XDEV_ERR_* when it never will be usable. */
+static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
+{
+    char name[128];
+    shm_seg_name(name, sizeof name, job_id, p->rank);
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : XDEV_ERR_SYSTEM;
+    struct stat st;
+    void *base = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_seg_hdr_t))
+        base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED)
+        return 0; /* being created: not yet sized */
+    size_t bytes = (size_t)st.st_size;
+    shm_seg_hdr_t *h = base;
+    int rc = 0;
+    int ring = -1;
+    if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
+        process_gone(h->owner_pid)) {
+        rc = 0; /* not ready yet, or a dead process's leftover about to be replaced */
+    } else if (!header_sane(h, bytes, p->rank)) {
+        rc = XDEV_ERR_INIT;
+    } else {
+        for (uint32_t i = 0; i < h->nrings && ring < 0; i++)
+            if (h->senders[i] == tp->rank)
+                ring = (int)i;
+        rc = ring < 0 ? XDEV_ERR_INIT : 1; /* it does not expect us */
+    }
+    if (rc != 1) {
+        munmap(base, bytes);
+        return rc;
+    }
+    uint8_t *b = base;
+    p->seg.hdr = h;
+    p->seg.bytes = bytes;
+    p->tx.ctl = (shm_ring_ctl_t *)(void *)(b + h->ctl_off) + ring;
+    p->tx.data = b + h->data_off + (uint64_t)ring * h->ring_bytes;
+    p->tx.size = h->ring_bytes;
+    p->tx.mask = h->ring_bytes - 1;
+    p->tx.zeroed = h->ring_bytes; /* a new segment is all zeros */
+    p->tx.frag_max = shm_ring_frag_max(h->ring_bytes);
+    p->pid = h->owner_pid;
+    p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    p->eager_limit = (size_t)h->eager_limit;
+    p->cma_probe = h->self_addr;
+    count_mapping(h, name);
+    return 1;
+}
+
+/* The local ranks start at about the same time: wait for each peer's
+ * segment, up to timeout_ms in all; a peer that does not come is gone. */
+int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms)
+{
+    uint64_t deadline = xdev_now_ms() + (uint64_t)timeout_ms;
+    int missing = tp->npeers;
+    bool *done = calloc((size_t)tp->npeers, sizeof *done);
+    if (!done)
+        return XDEV_ERR_NOMEM;
+    for (;;) {
+        for (int i = 0; i < tp->npeers; i++) {
+            if (done[i])
+                continue;
+            int rc = map_peer(tp, &tp->peers[i], job_id);
+            if (rc < 0)
+                tp->peers[i].gone = true;
+            if (rc != 0) {
+                done[i] = true;
+                missing--;
+            }
+        }
+        if (!missing || xdev_now_ms() >= deadline)
+            break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    for (int i = 0; i < tp->npeers; i++)
+        if (!done[i])
+            tp->peers[i].gone = true;
+    free(done);
+    return XDEV_OK;
+}
+
+void shm_seg_unmap(shm_seg_t *seg)
+{
+    if (seg->hdr)
+        munmap(seg->hdr, seg->bytes);
+    seg->hdr = NULL;
+}
+
+/* Mark every peer that has left since the last look. */
+void shm_seg_find_gone(xdev_tp_t *tp)
+{
+    bool any_fd = false;
+    for (int i = 0; i < tp->npeers; i++) {
+        shm_peer_t *p = &tp->peers[i];
+        tp->pidfds[i].fd = p->gone ? -1 : p->pidfd;
+        tp->pidfds[i].events = POLLIN;
+        tp->pidfds[i].revents = 0;
+        any_fd |= tp->pidfds[i].fd >= 0;
+    }
+    if (any_fd)
+        poll(tp->pidfds, (nfds_t)tp->npeers, 0);
+    for (int i = 0; i < tp->npeers; i++) {
+        shm_peer_t *p = &tp->peers[i];
+        if (p->gone)
+            continue;
+        bool exited = p->pidfd >= 0 ? tp->pidfds[i].revents != 0 : process_gone(p->pid);
+        if (exited || atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
+            atomic_load_explicit(&p->tx.ctl->closed, memory_order_acquire))
+            shm_peer_gone(tp, p);
+    }
+}
+
+static ssize_t read_peer(int pid, void *dst, size_t len, uint64_t addr)
+{
+    struct iovec local = { .iov_base = dst, .iov_len = len };
+    struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+    ssize_t n;
+    do
+        n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p)
+{
+    (void)tp;
+    if (p->cma == CMA_UNTESTED) {
+        uint64_t magic = 0;
+        bool ok = read_peer(p->pid, &magic, sizeof magic, p->cma_probe) == (ssize_t)sizeof magic &&
+                  magic == SHM_MAGIC;
+        p->cma = ok ? CMA_WORKS : CMA_BROKEN;
+    }
+    return p->cma == CMA_WORKS;
+}
+
+int shm_seg_get(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr)
+{
+    shm_peer_t *p = tp->by_rank[peer];
+    if (p->gone)
+        return XDEV_ERR_PEER;
+    if (p->cma == CMA_BROKEN)
+        return XDEV_ERR_SYSTEM;
+    size_t done = 0;
+    while (done < len) {
+        size_t want = len - done < MAX_IO_BYTES ? len - done : MAX_IO_BYTES;
+        ssize_t n = read_peer(p->pid, (char *)dst + done, want, remote_addr + done);
+        if (n <= 0) {
+            if (n < 0 && (errno == EPERM || errno == ENOSYS))
+                p->cma = CMA_BROKEN; /* the data path it is, from now on */
+            return n < 0 && errno == ESRCH ? XDEV_ERR_PEER : XDEV_ERR_SYSTEM;
+        }
+        done += (size_t)n;
+    }
+    return XDEV_OK;
+}
