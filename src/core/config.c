@@ -15,7 +15,7 @@
 #define MIN_SECRET_LEN 16
 
 /* A byte count with an optional k/m/g suffix (powers of 1024). */
-static int parse_size(const char *s, size_t *out)
+int xdev_parse_size(const char *s, size_t *out)
 {
     char *end;
     errno = 0;
@@ -71,9 +71,9 @@ int config_from_env(xdev_config_t *c)
     if ((v = getenv("XDEV_JOB_SECRET")))
         c->job_secret = v;
     if ((v = getenv("XDEV_EAGER_LIMIT")) && rc == XDEV_OK)
-        rc = parse_size(v, &c->eager_limit);
+        rc = xdev_parse_size(v, &c->eager_limit);
     if ((v = getenv("XDEV_UNEXPECTED_LIMIT")) && rc == XDEV_OK)
-        rc = parse_size(v, &c->unexpected_limit);
+        rc = xdev_parse_size(v, &c->unexpected_limit);
     if ((v = getenv("XDEV_PEER_TIMEOUT_MS")) && rc == XDEV_OK)
         rc = parse_int(v, &c->peer_timeout_ms);
     if ((v = getenv("XDEV_FINALIZE_TIMEOUT_MS")) && rc == XDEV_OK)

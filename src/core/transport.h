@@ -139,6 +139,10 @@ int xdev_boot_lookup(xdev_t *dev, int rank, const char *key, char *out, size_t c
 uint64_t xdev_auth_mac(xdev_t *dev, const void *msg, size_t len);
 uint64_t xdev_auth_nonce(void);
 
+/* A byte count from the environment, with an optional k/m/g suffix
+ * (powers of 1024). Returns XDEV_OK or XDEV_ERR_INIT. */
+int xdev_parse_size(const char *s, size_t *out);
+
 /* Milliseconds on the monotonic clock. */
 uint64_t xdev_now_ms(void);
 

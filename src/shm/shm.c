@@ -10,7 +10,6 @@
  *                     process_vm_readv instead of the pipelined double copy
  *                     (k/m/g suffixes, or "never"). 0 forces it always.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,29 +27,14 @@
  * copy wins by touching half as much of it. */
 #define CMA_MIN_DEFAULT ((size_t)16 << 20)
 
-/* A byte count with an optional k/m/g suffix; "never" is SIZE_MAX. */
+/* xdev_parse_size, plus "never" for SIZE_MAX. */
 static int parse_bytes(const char *s, size_t *out)
 {
     if (!strcmp(s, "never")) {
         *out = SIZE_MAX;
         return XDEV_OK;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
-        return XDEV_ERR_INIT;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end || v > (SIZE_MAX >> shift))
-        return XDEV_ERR_INIT;
-    *out = (size_t)(v << shift);
-    return XDEV_OK;
+    return xdev_parse_size(s, out);
 }
 
 /* Rings in one segment share a budget, so that a host full of ranks does
@@ -152,16 +136,21 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
             continue;
         if (p->txq_head && !p->gone)
             shm_flush(tp, p);
-        shm_rx_poll(tp, p);
+        if (p->rx_state != RX_IDLE || shm_rx_peek(&p->rx))
+            shm_rx_poll(tp, p);
         if (p->gone && !p->failed)
             settle(tp, p);
     }
-    /* A cheap clock (a few ns, no system call) decides when the peers'
-     * liveness is worth a poll() again. */
-    uint64_t now = coarse_ms();
-    if (now >= tp->next_check_ms) {
-        tp->next_check_ms = now + SHM_CHECK_MS;
-        shm_seg_find_gone(tp);
+    /* A coarse clock (a few ns, no system call) decides when the peers'
+     * liveness is worth a poll() again; read every SHM_CLOCK_EVERY calls
+     * only, since a waiter spins through here and every ns of the loop
+     * delays noticing an arrival. */
+    if (++tp->polls % SHM_CLOCK_EVERY == 0) {
+        uint64_t now = coarse_ms();
+        if (now >= tp->next_check_ms) {
+            tp->next_check_ms = now + SHM_CHECK_MS;
+            shm_seg_find_gone(tp);
+        }
     }
 }
 

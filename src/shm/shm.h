@@ -34,7 +34,8 @@
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
 #define SHM_VERSION 1
-#define SHM_CHECK_MS 20     /* how often departed peers are looked for */
+#define SHM_CHECK_MS 20     /* how often departed peers are looked for ... */
+#define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
 
 /* The head of a segment. Written by the owner before `magic` is published,
@@ -104,6 +105,7 @@ struct xdev_tp {
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous worth a get; SIZE_MAX: never */
+    unsigned polls;
     uint64_t next_check_ms;
     bool announced;       /* every peer's eager limit is known to the core */
 };

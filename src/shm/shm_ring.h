@@ -53,7 +53,9 @@
 #define SHM_REC_KNOWN (SHM_REC_BYTES | SHM_REC_START)
 #define SHM_START_FRAMING 16 /* control word + payload length */
 #define SHM_ZERO_LOW 1024    /* clear lines ahead when fewer are clear ... */
-#define SHM_ZERO_HIGH 4096   /* ... up to this far ahead */
+#define SHM_ZERO_HIGH 2048   /* ... up to this far ahead (small batches: a
+                              * burst of clearing stores must not fill the
+                              * store buffer) */
 
 /* The shared control block of one ring. */
 typedef struct shm_ring_ctl {
