@@ -47,13 +47,25 @@ RESULTS=$(realpath -e -- "$2") || ibv_die "cannot resolve results dir '$2'"
 for p in "$SCRIPT" "$RESULTS"; do
     case "$p" in *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;; esac
 done
+# Scripts under a directory the VM has its own of (a checkout in /tmp, say)
+# run from a copy in /var/tmp, which the VM sees through the host root.
+stage=""
 for p in "$SCRIPT" "$HERE/vm-stage2.sh"; do
     case "$p" in
         *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;;
         /tmp/*|/run/*|/dev/*|/proc/*|/sys/*)
-            ibv_die "$p lives under a directory the VM does not share with the host (/tmp, /run, /dev, /proc, /sys)" ;;
+            if [ -z "$stage" ]; then
+                stage=$(mktemp -d /var/tmp/xdev-ibv.XXXXXX) || ibv_die "cannot stage scripts in /var/tmp"
+                trap 'rm -rf "$stage"' EXIT
+                cp -- "$HERE"/*.sh "$stage"/
+            fi ;;
     esac
 done
+if [ -n "$stage" ]; then
+    cp -- "$SCRIPT" "$stage/script.sh"
+    SCRIPT=$stage/script.sh
+    HERE=$stage
+fi
 
 for t in qemu-system-x86_64 timeout gzip; do
     command -v "$t" >/dev/null 2>&1 || ibv_die "$t not found (run scripts/install-deps.sh)"
