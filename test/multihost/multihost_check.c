@@ -65,6 +65,13 @@ int main(void)
                     break;
                 }
     }
+    for (int p = 0; p < n; p++) {
+        free(in[p]);
+        free(out[p]);
+    }
+    free(in);
+    free(out);
+    free(req);
     if (!bad)
         printf("rank %d: shm within the host, tcp across, all data intact\n", me);
     return xdev_finalize(dev) == XDEV_OK && !bad ? 0 : 1;
