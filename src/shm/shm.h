@@ -1,10 +1,12 @@
 /*
  * shm.h - the shared-memory transport's own state, shared by its files:
- *   shm.c       the ops table, open/close, progress, noticing departed peers
- *   shm_seg.c   segments (create, map, unlink), liveness checks, the CMA get
- *   shm_ring.c  messages as records in a ring: writing and parsing them
+ *   shm.c       the ops table, open/close, progress, what a departed peer costs
+ *   shm_seg.c   segments (create, map, unlink) and the processes behind them:
+ *               liveness checks, process_vm_readv (the single-copy get)
+ *   shm_ring.h  a ring's shared layout and the steps of its fast path
+ *   shm_ring.c  a message written into a ring as records (fragmenting)
  *   shm_tx.c    sending: the per-peer queue and its flushing
- *   shm_rx.c    receiving: a ring's messages handed to the core
+ *   shm_rx.c    receiving: a ring's records parsed and handed to the core
  *
  * Every rank owns one segment, "/xdev-<job id>-<rank>", holding one ring per
  * local rank that sends to it (shm_ring.h). At open every rank creates its
@@ -47,7 +49,7 @@ typedef struct shm_seg_hdr {
     int32_t owner_pid;
     uint32_t nrings;
     uint32_t nlocal;         /* ranks that will map it: the owner and its senders */
-    uint32_t reserved;
+    uint32_t reserved;       /* 0; keeps what follows 8-byte aligned */
     uint64_t total_bytes;
     uint64_t ring_bytes;     /* data bytes of each ring, a power of two */
     uint64_t ctl_off;        /* nrings shm_ring_ctl_t */

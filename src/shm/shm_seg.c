@@ -71,18 +71,19 @@ static bool process_gone(int pid)
 }
 
 /* A segment of our name exists already: a leftover of a dead process with
- * the same job id may be replaced, a live one may not. */
+ * the same job id may be replaced; one whose owner lives, or that is still
+ * being set up (no owner named yet), may not. */
 static bool stale(const char *name)
 {
     int fd = shm_open(name, O_RDONLY, 0);
     if (fd < 0)
         return errno == ENOENT;
     struct stat st;
-    bool dead = true;
+    bool dead = false;
     if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_seg_hdr_t)) {
         shm_seg_hdr_t *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
         if (h != MAP_FAILED) {
-            dead = process_gone(h->owner_pid);
+            dead = h->owner_pid > 0 && process_gone(h->owner_pid);
             munmap(h, sizeof *h);
         }
     }
@@ -93,7 +94,11 @@ static bool stale(const char *name)
 static int create_fd(const char *name)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 && errno == EEXIST && stale(name)) {
+    if (fd < 0 && errno == EEXIST) {
+        if (!stale(name)) {
+            errno = EEXIST; /* stale() may have changed it */
+            return -1;
+        }
         shm_unlink(name);
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     }
