@@ -49,15 +49,29 @@ static void op_build(xdev_txop_t *op, const xdev_head_t *h, const void *payload,
 
 /* ---- unexpected queue ---- */
 
-static bool ux_charge(xdev_t *d, uxmsg_t *e, size_t bytes)
+/* Give e a buffer for payload bytes, counted against the bound together
+ * with the entry itself. False (nothing charged) when the bound or memory
+ * says no: the payload must then wait where it is (deferred). */
+static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload)
 {
+    size_t bytes = UX_ENTRY_COST + payload;
     if (d->ux_bytes + bytes > d->cfg.unexpected_limit)
+        return false;
+    if (payload && !(e->data = malloc(payload)))
         return false;
     d->ux_bytes += bytes;
     if (d->ux_bytes > d->ux_peak)
         d->ux_peak = d->ux_bytes;
     e->charge = bytes;
     return true;
+}
+
+/* An entry that never made it into the queues. */
+static void ux_discard(xdev_t *d, uxmsg_t *e)
+{
+    d->ux_bytes -= e->charge;
+    free(e->data);
+    free(e);
 }
 
 static int ux_enqueue(xdev_t *d, uxmsg_t *e)
@@ -278,23 +292,18 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
                         s->len, 0);
     if (!e)
         return XDEV_ERR_NOMEM;
-    if (!sync && s->len <= d->cfg.eager_limit && ux_charge(d, e, UX_ENTRY_COST + s->len) &&
-        (s->len == 0 || (e->data = malloc(s->len)))) {
+    if (!sync && s->len <= d->cfg.eager_limit && ux_buffer(d, e, s->len)) {
         if (s->len)
             memcpy(e->data, s->buf, s->len);
         e->state = UX_READY;
     } else {
-        d->ux_bytes -= e->charge;
-        e->charge = 0;
         e->state = UX_DEFERRED;
         e->self_sreq = s;
         s->phase = PH_SELF_WAIT;
     }
     int rc = ux_enqueue(d, e);
     if (rc != XDEV_OK) {
-        d->ux_bytes -= e->charge;
-        free(e->data);
-        free(e);
+        ux_discard(d, e);
         return rc;
     }
     if (e->state == UX_DEFERRED)
@@ -398,13 +407,8 @@ static void ux_retry_deferred(xdev_t *d)
         if (e->state != UX_DEFERRED || e->self_sreq || e->rreq)
             continue;
         size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
-        if (!ux_charge(d, e, UX_ENTRY_COST + payload))
+        if (!ux_buffer(d, e, payload))
             break;
-        if (payload && !(e->data = malloc(payload))) {
-            d->ux_bytes -= e->charge;
-            e->charge = 0;
-            break;
-        }
         e->state = UX_ARRIVING;
         d->ux_deferred--;
         peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, e->data, payload);
@@ -443,21 +447,17 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     if (offer)
         e->remote_addr = rx->head.f[2];
     size_t payload = rx->len;
-    if (ux_charge(d, e, UX_ENTRY_COST + payload) && (payload == 0 || (e->data = malloc(payload)))) {
+    if (ux_buffer(d, e, payload)) {
         e->state = UX_ARRIVING;
         rx->dst = e->data;
         rx->dst_len = payload;
     } else {
-        d->ux_bytes -= e->charge;
-        e->charge = 0;
         e->state = UX_DEFERRED;
         e->token = token;
     }
     int rc = ux_enqueue(d, e);
     if (rc != XDEV_OK) {
-        d->ux_bytes -= e->charge;
-        free(e->data);
-        free(e);
+        ux_discard(d, e);
         return rc;
     }
     rx->cookie = cookie_of_ux(e);
