@@ -16,14 +16,15 @@ enum req_kind { REQ_SEND = 1, REQ_RECV = 2 };
 enum req_phase {
     PH_SEND_EAGER,    /* eager message queued in the transport */
     PH_SEND_SYNC,     /* eager-sync: waiting for F_WRITTEN and F_ACKED */
-    PH_RNDZ_START,    /* RNDZ_START queued */
-    PH_WAIT_REPLY,    /* RNDZ_START sent; waiting for the receiver */
-    PH_RNDZ_DATA,     /* data queued after the receiver's reply */
+    PH_WAIT_REPLY,    /* RNDZ_START on its way; waiting for the receiver's
+                       * RNDZ_REPLY, or RNDZ_END after it read the data */
+    PH_RNDZ_DATA,     /* RNDZ_DATA or RNDZ_WRITTEN queued in the transport */
+    PH_RMA,           /* a transport rma op carries the data */
     PH_SELF_WAIT,     /* send to self waiting in the unexpected queue */
     PH_RECV_POSTED,   /* in the posted queue */
     PH_RECV_FILLING,  /* matched; payload on its way into the buffer */
-    PH_REPLY_QUEUED,  /* rendezvous matched; RNDZ_REPLY queued */
-    PH_WAIT_DATA,     /* RNDZ_REPLY sent; waiting for RNDZ_DATA */
+    PH_WAIT_DATA,     /* RNDZ_REPLY on its way; waiting for RNDZ_DATA, or
+                       * RNDZ_WRITTEN once the sender wrote the data */
     PH_DONE,
 };
 
@@ -32,10 +33,15 @@ enum req_flag {
     F_WRITTEN = 1 << 1, /* eager-sync data has left */
     F_ACKED = 1 << 2,   /* eager-sync: the receiver matched it */
     F_IN_CQ = 1 << 3,   /* on the completion queue, not yet handed out */
+    F_MEM = 1 << 4,     /* buf is exposed to the peer (xreq_t.mem) */
 };
 
 /* What a txop carries (xdev_txop_t.owner). */
-enum op_owner { OP_REQ = 1, OP_CONTROL = 2 /* a malloc'd SYNC_ACK or RNDZ_END */ };
+/* A request's own op carries its data (EAGER, RNDZ_DATA) or its last word
+ * (RNDZ_WRITTEN); messages that other messages may overtake on their way
+ * back (a SYNC_ACK, RNDZ_START, RNDZ_REPLY, RNDZ_END) travel in malloc'd
+ * control ops, so a reply can never find the request's op still queued. */
+enum op_owner { OP_REQ = 1, OP_CONTROL = 2 };
 
 typedef struct xreq {
     uint64_t magic;       /* REQ_MAGIC while active; cleared when reaped */
@@ -46,12 +52,19 @@ typedef struct xreq {
     size_t len;
     int peer, tag, ctx;
     uint8_t kind, phase;
-    uint16_t flags;
+    uint8_t flags;
+    uint8_t rndz_mode;    /* XDEV_RNDZ_* a rendezvous send asked for */
     uint64_t seq;         /* posting order, for wildcard fairness */
     xdev_mnode_t mnode;   /* posted-queue link */
     uint64_t remote_id;   /* the peer's request id */
     xdev_status_t status;
     xdev_txop_t op;
+    /* A rendezvous either moves the data by rma from this side or exposes
+     * buf for the peer to do it, never both. */
+    union {
+        xdev_rmaop_t rma;
+        xdev_mem_t mem;   /* valid with F_MEM */
+    };
 } xreq_t;
 
 #define REQ_MAGIC 0x78646576726571ull /* "xdevreq" */
@@ -81,7 +94,9 @@ typedef struct uxmsg {
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
     uint64_t remote_id;          /* sender's request id (sync, rendezvous) */
-    uint64_t remote_addr;        /* rendezvous: sender's buffer for a get */
+    uint64_t remote_addr;        /* rendezvous: the sender's exposed buffer */
+    uint64_t remote_key;
+    uint8_t rndz_mode;           /* rendezvous: XDEV_RNDZ_* the sender asked for */
     void *data;                  /* buffered payload, or NULL */
     size_t charge;               /* bytes counted against the bound */
     xreq_t *rreq;                /* receive that matched it before it was READY */
@@ -175,6 +190,8 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
 int proto_recv(xdev_t *d, xreq_t *r);
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
 void proto_drop_unexpected(xdev_t *d);
+/* End r's exposure of its buffer, if it has one (when r completes). */
+void proto_release_mem(xdev_t *d, xreq_t *r);
 
 /* progress.c */
 void progress_once(xdev_t *d);

@@ -198,12 +198,6 @@ static void op_sent(xdev_t *d, xreq_t *r)
         if (r->flags & F_ACKED)
             req_complete(d, r, XDEV_OK);
         break;
-    case PH_RNDZ_START:
-        r->phase = PH_WAIT_REPLY;
-        break;
-    case PH_REPLY_QUEUED:
-        r->phase = PH_WAIT_DATA;
-        break;
     default:
         break;
     }
@@ -219,45 +213,146 @@ static void send_op(xdev_t *d, xreq_t *r, int peer)
         req_complete(d, r, XDEV_ERR_PEER);
 }
 
-/* Tell the sender of request sreq that its message was matched
- * (SYNC_ACK) or taken (RNDZ_END). */
-static void send_control(xdev_t *d, int peer, int tag, int ctx, uint32_t type, uint64_t sreq)
+/* Send a head-only message in an op of its own (see enum op_owner). */
+static int send_ctl(xdev_t *d, int peer, const xdev_head_t *h)
 {
     if (d->peers[peer].dead)
-        return;
-    xdev_txop_t *op = calloc(1, sizeof *op);
+        return XDEV_ERR_PEER;
+    xdev_txop_t *op = malloc(sizeof *op);
     if (!op)
-        return; /* the sender's request then fails when either side goes away */
+        return XDEV_ERR_NOMEM;
+    op_build(op, h, NULL, 0);
+    op->owner = OP_CONTROL;
+    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, op);
+    if (rc != 0)
+        free(op);
+    return rc < 0 ? XDEV_ERR_PEER : XDEV_OK;
+}
+
+/* Tell the sender of request sreq that its message was matched
+ * (SYNC_ACK) or read (RNDZ_END). */
+static void send_control(xdev_t *d, int peer, int tag, int ctx, uint32_t type, uint64_t sreq)
+{
     xdev_head_t h;
     head_init(&h, d, peer, tag, ctx, type);
     h.f[0] = sreq;
-    op_build(op, &h, NULL, 0);
-    op->owner = OP_CONTROL;
-    if (peer_ops(d, peer)->send(peer_tp(d, peer), peer, op) != 0)
-        free(op);
+    send_ctl(d, peer, &h); /* on failure the sender's request fails when
+                            * either side goes away */
 }
 
-/* Rendezvous: r matched an offer of the sender's request sreq; its status
- * already says how many bytes it accepts. Take them with the transport's
- * get where the sender advertised its buffer, else ask for them. */
-static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, uint64_t remote_addr)
+void proto_release_mem(xdev_t *d, xreq_t *r)
+{
+    int peer = r->kind == REQ_SEND ? r->peer : r->status.source;
+    const xdev_tp_ops_t *ops = peer_ops(d, peer);
+    if (ops->mem_release)
+        ops->mem_release(peer_tp(d, peer), &r->mem);
+    r->flags &= (uint8_t)~F_MEM;
+}
+
+/* Hand r's rma op (filled in) to the transport. 1: done already; 0: it
+ * comes back through xdev_core_rma_done; < 0: nothing moved. */
+static int start_rma(xdev_t *d, xreq_t *r, int peer)
+{
+    const xdev_tp_ops_t *ops = peer_ops(d, peer);
+    if (!ops->rma || d->peers[peer].dead)
+        return XDEV_ERR_PEER;
+    r->phase = PH_RMA;
+    return ops->rma(peer_tp(d, peer), peer, &r->rma);
+}
+
+/* Receiver: the data is in r's buffer, read by rma. */
+static void rndz_read_done(xdev_t *d, xreq_t *r)
+{
+    send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_RNDZ_END, r->remote_id);
+    req_complete(d, r, XDEV_OK);
+}
+
+/* Sender: the data is in the receiver's buffer, written by rma; say so. */
+static void rndz_written(xdev_t *d, xreq_t *s)
+{
+    xdev_head_t h;
+    head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_WRITTEN);
+    h.f[0] = s->remote_id;
+    op_build(&s->op, &h, NULL, 0);
+    s->phase = PH_RNDZ_DATA;
+    send_op(d, s, s->peer);
+}
+
+/* Rendezvous: r matched the offer `offer` (an RNDZ_START's fields); its
+ * status already says how many bytes it accepts. Read them where the
+ * sender exposed its buffer; else reply, exposing r's buffer for the
+ * sender to write into when it asked for that, or asking it to stream. */
+static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t addr,
+                        uint64_t key)
 {
     int peer = r->status.source;
     const xdev_tp_ops_t *ops = peer_ops(d, peer);
-    if (remote_addr && ops->get &&
-        ops->get(peer_tp(d, peer), peer, r->buf, r->status.count, remote_addr) == XDEV_OK) {
-        send_control(d, peer, r->status.tag, r->ctx, XDEV_MSG_RNDZ_END, sreq);
-        req_complete(d, r, XDEV_OK);
-        return;
+    r->remote_id = sreq;
+    if (mode == XDEV_RNDZ_READ) {
+        if (!r->status.count) {
+            rndz_read_done(d, r);
+            return;
+        }
+        r->rma = (xdev_rmaop_t){ .local = r->buf, .len = r->status.count,
+                                 .remote_addr = addr, .remote_key = key, .write = false };
+        int rc = start_rma(d, r, peer);
+        if (rc == 1)
+            rndz_read_done(d, r);
+        if (rc >= 0)
+            return;
     }
     xdev_head_t h;
     head_init(&h, d, peer, r->status.tag, r->ctx, XDEV_MSG_RNDZ_REPLY);
     h.f[0] = sreq;
     h.f[1] = r->id;
     h.f[2] = r->status.count;
-    op_build(&r->op, &h, NULL, 0);
-    r->phase = PH_REPLY_QUEUED;
-    send_op(d, r, peer);
+    h.f[3] = XDEV_RNDZ_SEND;
+    if (mode == XDEV_RNDZ_WRITE && r->status.count && ops->mem_expose &&
+        ops->mem_expose(peer_tp(d, peer), peer, r->buf, r->status.count, true, &r->mem) ==
+            XDEV_OK) {
+        r->flags |= F_MEM;
+        h.f[3] = XDEV_RNDZ_WRITE;
+        h.f[4] = r->mem.addr;
+        h.f[5] = r->mem.key;
+    }
+    r->phase = PH_WAIT_DATA;
+    int rc = send_ctl(d, peer, &h);
+    if (rc != XDEV_OK)
+        req_complete(d, r, rc);
+}
+
+/* Sender: offer s's data with RNDZ_START, exposing the buffer for the
+ * receiver to read when the transport prefers that. */
+static int rndz_start(xdev_t *d, xreq_t *s)
+{
+    const xdev_tp_ops_t *ops = peer_ops(d, s->peer);
+    xdev_tp_t *tp = peer_tp(d, s->peer);
+    int mode = ops->rndz_mode ? ops->rndz_mode(tp, s->peer, s->len) : XDEV_RNDZ_SEND;
+    xdev_head_t h;
+    head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_START);
+    if (mode == XDEV_RNDZ_READ) {
+        if (ops->mem_expose(tp, s->peer, s->buf, s->len, false, &s->mem) == XDEV_OK) {
+            s->flags |= F_MEM;
+            h.f[3] = s->mem.addr;
+            h.f[4] = s->mem.key;
+        } else {
+            mode = XDEV_RNDZ_SEND;
+        }
+    }
+    h.f[0] = s->id;
+    h.f[1] = s->len;
+    h.f[2] = (uint64_t)mode;
+    s->rndz_mode = (uint8_t)mode;
+    s->phase = PH_WAIT_REPLY;
+    int rc = send_ctl(d, s->peer, &h);
+    if (rc == XDEV_ERR_NOMEM) {
+        if (s->flags & F_MEM)
+            proto_release_mem(d, s);
+        return rc; /* nothing was posted */
+    }
+    if (rc != XDEV_OK)
+        req_complete(d, s, rc);
+    return XDEV_OK;
 }
 
 static uxmsg_t *ux_new(int src, int tag, int ctx, uint32_t type, size_t len, uint64_t remote)
@@ -324,22 +419,13 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
         req_complete(d, s, XDEV_ERR_PEER);
         return XDEV_OK;
     }
+    if (s->len > d->cfg.eager_limit)
+        return rndz_start(d, s);
     xdev_head_t h;
-    if (s->len <= d->cfg.eager_limit) {
-        head_init(&h, d, s->peer, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER);
-        h.f[0] = s->id;
-        op_build(&s->op, &h, s->buf, s->len);
-        s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
-    } else {
-        const xdev_tp_ops_t *ops = peer_ops(d, s->peer);
-        head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_START);
-        h.f[0] = s->id;
-        h.f[1] = s->len;
-        if (ops->get && ops->use_get(peer_tp(d, s->peer), s->peer, s->len))
-            h.f[2] = (uint64_t)(uintptr_t)s->buf;
-        op_build(&s->op, &h, NULL, 0);
-        s->phase = PH_RNDZ_START;
-    }
+    head_init(&h, d, s->peer, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER);
+    h.f[0] = s->id;
+    op_build(&s->op, &h, s->buf, s->len);
+    s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
     send_op(d, s, s->peer);
     return XDEV_OK;
 }
@@ -363,7 +449,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
-        rndz_accept(d, r, e->remote_id, e->remote_addr);
+        rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
     } else {
         const void *src = e->self_sreq ? e->self_sreq->buf : e->data;
         if (n)
@@ -428,7 +514,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     if (r) {
         size_t n = recv_accept(r, peer, h->tag, msglen);
         if (offer) {
-            rndz_accept(d, r, rx->head.f[0], rx->head.f[2]);
+            rndz_accept(d, r, rx->head.f[0], (int)rx->head.f[2], rx->head.f[3], rx->head.f[4]);
             return XDEV_RX_DELIVER;
         }
         if (h->type == XDEV_MSG_EAGER_SYNC) {
@@ -444,8 +530,11 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     uxmsg_t *e = ux_new(peer, h->tag, h->ctx, h->type, msglen, rx->head.f[0]);
     if (!e)
         return XDEV_ERR_NOMEM;
-    if (offer)
-        e->remote_addr = rx->head.f[2];
+    if (offer) {
+        e->rndz_mode = (uint8_t)rx->head.f[2];
+        e->remote_addr = rx->head.f[3];
+        e->remote_key = rx->head.f[4];
+    }
     size_t payload = rx->len;
     if (ux_buffer(d, e, payload)) {
         e->state = UX_ARRIVING;
@@ -483,7 +572,8 @@ static int rx_sync_ack(xdev_t *d, int peer, const xdev_rx_t *rx)
 static int rx_rndz_end(xdev_t *d, int peer, const xdev_rx_t *rx)
 {
     xreq_t *s = req_lookup(d, rx->head.f[0]);
-    if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_WAIT_REPLY)
+    if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_WAIT_REPLY ||
+        s->rndz_mode != XDEV_RNDZ_READ)
         return XDEV_ERR_PEER;
     req_complete(d, s, XDEV_OK);
     return XDEV_RX_DELIVER;
@@ -492,9 +582,22 @@ static int rx_rndz_end(xdev_t *d, int peer, const xdev_rx_t *rx)
 static int rx_rndz_reply(xdev_t *d, int peer, const xdev_rx_t *rx)
 {
     xreq_t *s = req_lookup(d, rx->head.f[0]);
+    const uint64_t *f = rx->head.f;
     if (!s || s->kind != REQ_SEND || s->peer != peer || s->phase != PH_WAIT_REPLY ||
-        rx->head.f[2] > s->len)
+        f[2] > s->len || (f[3] != XDEV_RNDZ_SEND && f[3] != XDEV_RNDZ_WRITE) ||
+        (f[3] == XDEV_RNDZ_WRITE && s->rndz_mode != XDEV_RNDZ_WRITE))
         return XDEV_ERR_PEER;
+    s->remote_id = f[1];
+    if (f[3] == XDEV_RNDZ_WRITE) {
+        s->rma = (xdev_rmaop_t){ .local = s->buf, .len = (size_t)f[2],
+                                 .remote_addr = f[4], .remote_key = f[5], .write = true };
+        int rc = f[2] ? start_rma(d, s, peer) : 1;
+        if (rc == 1)
+            rndz_written(d, s);
+        if (rc >= 0)
+            return XDEV_RX_DELIVER;
+        /* nothing moved: stream it; the receiver takes RNDZ_DATA too */
+    }
     xdev_head_t h;
     head_init(&h, d, peer, s->tag, s->ctx, XDEV_MSG_RNDZ_DATA);
     h.f[0] = rx->head.f[1];
@@ -517,6 +620,16 @@ static int rx_rndz_data(xdev_t *d, int peer, xdev_rx_t *rx)
     return XDEV_RX_DELIVER;
 }
 
+static int rx_rndz_written(xdev_t *d, int peer, const xdev_rx_t *rx)
+{
+    xreq_t *r = req_lookup(d, rx->head.f[0]);
+    if (!r || r->kind != REQ_RECV || r->phase != PH_WAIT_DATA || r->status.source != peer ||
+        !(r->flags & F_MEM))
+        return XDEV_ERR_PEER;
+    req_complete(d, r, XDEV_OK);
+    return XDEV_RX_DELIVER;
+}
+
 int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 {
     const xdev_hdr_t *h = &rx->head.hdr;
@@ -533,7 +646,9 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
             return XDEV_ERR_PEER;
         return rx_message(d, peer, token, rx);
     case XDEV_MSG_RNDZ_START:
-        return rx->len ? XDEV_ERR_PEER : rx_message(d, peer, token, rx);
+        if (rx->len || rx->head.f[2] > XDEV_RNDZ_WRITE)
+            return XDEV_ERR_PEER;
+        return rx_message(d, peer, token, rx);
     case XDEV_MSG_SYNC_ACK:
         return rx->len ? XDEV_ERR_PEER : rx_sync_ack(d, peer, rx);
     case XDEV_MSG_RNDZ_REPLY:
@@ -542,6 +657,8 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
         return rx_rndz_data(d, peer, rx);
     case XDEV_MSG_RNDZ_END:
         return rx->len ? XDEV_ERR_PEER : rx_rndz_end(d, peer, rx);
+    case XDEV_MSG_RNDZ_WRITTEN:
+        return rx->len ? XDEV_ERR_PEER : rx_rndz_written(d, peer, rx);
     default:
         return XDEV_ERR_PEER;
     }
@@ -571,7 +688,7 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
-        rndz_accept(d, r, e->remote_id, e->remote_addr);
+        rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
     } else {
         if (e->data && r->status.count)
             memcpy(r->buf, e->data, r->status.count);
@@ -598,6 +715,18 @@ void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
         return;
     }
     op_sent(d, r);
+}
+
+void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
+{
+    d->activity++;
+    xreq_t *r = (xreq_t *)(void *)((char *)op - offsetof(xreq_t, rma));
+    if (err != XDEV_OK)
+        req_complete(d, r, err);
+    else if (r->kind == REQ_SEND)
+        rndz_written(d, r);
+    else
+        rndz_read_done(d, r);
 }
 
 void xdev_core_peer_eager_limit(xdev_t *d, int peer, size_t limit)

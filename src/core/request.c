@@ -89,6 +89,8 @@ void req_complete(xdev_t *d, xreq_t *r, int err)
 {
     if (err != XDEV_OK)
         r->status.error = err;
+    if (r->flags & F_MEM)
+        proto_release_mem(d, r);
     r->phase = PH_DONE;
     r->flags |= F_IN_CQ;
     r->cq_next = NULL;
@@ -113,7 +115,7 @@ static void cq_unlink(xdev_t *d, xreq_t *r)
         r->cq_next->cq_prev = r->cq_prev;
     else
         d->cq_tail = r->cq_prev;
-    r->flags &= (uint16_t)~F_IN_CQ;
+    r->flags &= (uint8_t)~F_IN_CQ;
 }
 
 xreq_t *req_cq_pop(xdev_t *d)

@@ -9,7 +9,7 @@
  *
  * Every function here is called with the device lock held. A transport's
  * callbacks into the core happen only from inside its progress function,
- * never from inside send/resume/watch/get. The core may call send, resume
+ * never from inside send/resume/watch/rma. The core may call send, resume
  * and watch from inside a callback (e.g. to answer a message), so a
  * transport keeps its own state consistent before it calls back.
  *
@@ -84,6 +84,35 @@ typedef struct xdev_tp_params {
 
 typedef struct xdev_tp xdev_tp_t; /* a transport's own state */
 
+/* How a rendezvous moves its bulk data (ops->rndz_mode chooses per message;
+ * the value travels in RNDZ_START and RNDZ_REPLY). */
+enum {
+    XDEV_RNDZ_SEND = 0,  /* the core streams the payload as RNDZ_DATA */
+    XDEV_RNDZ_READ = 1,  /* the receiver reads the sender's exposed buffer */
+    XDEV_RNDZ_WRITE = 2, /* the sender writes into the receiver's exposed buffer */
+};
+
+/* Memory a transport made remotely accessible. addr and key travel on the
+ * wire and mean what the transport says (a virtual address or an offset,
+ * an rkey or a libfabric key); handle is the transport's own. */
+typedef struct xdev_mem {
+    uint64_t addr;
+    uint64_t key;
+    void *handle;
+} xdev_mem_t;
+
+/* One one-sided transfer. The core fills it and keeps it alive until the
+ * transport hands it back; `next` is the transport's while queued. The
+ * transport registers `local` itself if its hardware needs that. */
+typedef struct xdev_rmaop {
+    struct xdev_rmaop *next;
+    void *local;
+    size_t len;
+    uint64_t remote_addr; /* the peer's xdev_mem_t addr and key */
+    uint64_t remote_key;
+    bool write;           /* true: local -> remote; false: remote -> local */
+} xdev_rmaop_t;
+
 typedef struct xdev_tp_ops {
     const char *name;
     int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
@@ -104,14 +133,21 @@ typedef struct xdev_tp_ops {
     /* The core waits for a message from peer: make sure that peer's death
      * would be noticed (connect if not connected). */
     void (*watch)(xdev_tp_t *tp, int peer);
-    /* Optional one-sided bulk read for rendezvous (NULL if none): copy len
-     * bytes at remote_addr in peer's address space, which the peer
-     * advertised in RNDZ_START, into dst. Synchronous. On an error the core
-     * falls back to having the data sent (RNDZ_REPLY/RNDZ_DATA). */
-    int (*get)(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr);
-    /* Should a rendezvous of len bytes to peer advertise its buffer for
-     * get? Only consulted when get is set. */
-    bool (*use_get)(xdev_tp_t *tp, int peer, size_t len);
+    /* Optional RMA for rendezvous (all NULL when the transport has none;
+     * the core then streams every rendezvous as RNDZ_DATA). */
+    /* How a rendezvous of len bytes to peer moves its data: XDEV_RNDZ_*. */
+    int (*rndz_mode)(xdev_tp_t *tp, int peer, size_t len);
+    /* Make [buf, buf+len) readable by peer, and writable too when
+     * remote_write. XDEV_OK, or an error and the core streams this message
+     * instead. */
+    int (*mem_expose)(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
+                      xdev_mem_t *mem);
+    /* Optional even with RMA: end an exposure. */
+    void (*mem_release)(xdev_tp_t *tp, xdev_mem_t *mem);
+    /* Start a one-sided transfer. 1: done before returning (the op is the
+     * core's again); 0: queued, it comes back through xdev_core_rma_done;
+     * < 0: failed before anything moved (the core streams instead). */
+    int (*rma)(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
     /* Begin an orderly close: finish queued sends, then tell every peer we
      * are done. Returns 1 once every connection is closed. */
     int (*shutdown)(xdev_tp_t *tp);
@@ -125,7 +161,10 @@ int xdev_core_rx_begin(xdev_t *dev, int peer, void *token, xdev_rx_t *rx);
 void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx);
 /* A queued op is done (err == XDEV_OK) or failed (XDEV_ERR_PEER). */
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err);
-/* The peer is gone. Every op queued for it has been handed back first. */
+/* A queued rma op finished (XDEV_OK) or failed (XDEV_ERR_PEER). */
+void xdev_core_rma_done(xdev_t *dev, xdev_rmaop_t *op, int err);
+/* The peer is gone. Every op (send or rma) queued for it has been handed
+ * back first. */
 void xdev_core_peer_failed(xdev_t *dev, int peer);
 /* The peer announced the largest eager message it will send. */
 void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit);

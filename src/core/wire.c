@@ -7,10 +7,11 @@ int xdev_wire_nfields(uint32_t type)
     case XDEV_MSG_EAGER: return 0;
     case XDEV_MSG_EAGER_SYNC: return 1;
     case XDEV_MSG_SYNC_ACK: return 1;
-    case XDEV_MSG_RNDZ_START: return 3;
-    case XDEV_MSG_RNDZ_REPLY: return 3;
+    case XDEV_MSG_RNDZ_START: return 5;
+    case XDEV_MSG_RNDZ_REPLY: return 6;
     case XDEV_MSG_RNDZ_DATA: return 1;
     case XDEV_MSG_RNDZ_END: return 1;
+    case XDEV_MSG_RNDZ_WRITTEN: return 1;
     default: return -1;
     }
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define XDEV_HDR_BYTES 20
-#define XDEV_MAX_FIELDS 3
+#define XDEV_MAX_FIELDS 6
 #define XDEV_HEAD_MAX (XDEV_HDR_BYTES + 8 * XDEV_MAX_FIELDS)
 
 /* Message types. The fields each carries are listed in xdev_wire_nfields. */
@@ -22,14 +22,19 @@ enum xdev_msg_type {
     XDEV_MSG_EAGER_SYNC = 2, /* f0 = sender's request id; payload = the message */
     XDEV_MSG_SYNC_ACK = 3,   /* f0 = sender's request id: matched */
     XDEV_MSG_RNDZ_START = 4, /* f0 = sender's request id, f1 = message length,
-                              * f2 = sender's buffer address for a transport
-                              * get, or 0 */
+                              * f2 = rendezvous mode (XDEV_RNDZ_*), f3/f4 =
+                              * address and key of the sender's exposed
+                              * buffer (mode READ), else 0 */
     XDEV_MSG_RNDZ_REPLY = 5, /* f0 = sender's request id, f1 = receiver's request
-                              * id, f2 = bytes the receiver accepts */
+                              * id, f2 = bytes the receiver accepts, f3 = mode
+                              * (WRITE: f4/f5 = address and key of the
+                              * receiver's exposed buffer; SEND: stream it) */
     XDEV_MSG_RNDZ_DATA = 6,  /* f0 = receiver's request id; payload = the data */
-    XDEV_MSG_RNDZ_END = 7,   /* f0 = sender's request id: the receiver got
-                              * the data itself (transport get) */
-    XDEV_MSG_TYPE_MAX = 7,
+    XDEV_MSG_RNDZ_END = 7,   /* f0 = sender's request id: the receiver has
+                              * read the data itself (mode READ) */
+    XDEV_MSG_RNDZ_WRITTEN = 8, /* f0 = receiver's request id: the sender's
+                                * write into its buffer is complete (WRITE) */
+    XDEV_MSG_TYPE_MAX = 8,
 };
 
 typedef struct xdev_hdr {

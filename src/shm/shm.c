@@ -73,6 +73,13 @@ static int read_env(xdev_tp_t *tp, size_t *ring)
     }
     if ((v = getenv("XDEV_SHM_CMA_MIN")) && *v && parse_bytes(v, &tp->cma_min) != XDEV_OK)
         return XDEV_ERR_INIT;
+    tp->cma_mode = XDEV_RNDZ_READ;
+    if ((v = getenv("XDEV_SHM_CMA_MODE")) && *v) {
+        if (!strcmp(v, "write"))
+            tp->cma_mode = XDEV_RNDZ_WRITE;
+        else if (strcmp(v, "read"))
+            return XDEV_ERR_INIT;
+    }
     return XDEV_OK;
 }
 
@@ -176,10 +183,32 @@ static void shm_watch(xdev_tp_t *tp, int peer)
     (void)peer;
 }
 
-static bool shm_use_get(xdev_tp_t *tp, int peer, size_t len)
+/* Large messages move with one copy, process_vm_readv by the receiver (or
+ * process_vm_writev by the sender), where the kernel lets us. */
+static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     shm_peer_t *p = tp->by_rank[peer];
-    return len >= tp->cma_min && !p->gone && shm_seg_cma_works(tp, p);
+    return len >= tp->cma_min && !p->gone && shm_seg_cma_works(tp, p) ? tp->cma_mode
+                                                                       : XDEV_RNDZ_SEND;
+}
+
+/* A peer process reaches our memory by its address: nothing to register. */
+static int shm_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
+                          xdev_mem_t *mem)
+{
+    shm_peer_t *p = tp->by_rank[peer];
+    (void)len;
+    (void)remote_write;
+    if (p->gone || !shm_seg_cma_works(tp, p))
+        return XDEV_ERR_SYSTEM;
+    *mem = (xdev_mem_t){ .addr = (uint64_t)(uintptr_t)buf };
+    return XDEV_OK;
+}
+
+static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
+{
+    int rc = shm_seg_copy(tp, peer, op->local, op->len, op->remote_addr, op->write);
+    return rc == XDEV_OK ? 1 : rc;
 }
 
 /* Done once nothing is queued for a peer that is still there. Rings need
@@ -266,8 +295,9 @@ const xdev_tp_ops_t xdev_shm_ops = {
     .wait_fd = shm_wait_fd,
     .resume = shm_resume,
     .watch = shm_watch,
-    .get = shm_seg_get,
-    .use_get = shm_use_get,
+    .rndz_mode = shm_rndz_mode,
+    .mem_expose = shm_mem_expose,
+    .rma = shm_rma,
     .shutdown = shm_shutdown,
     .close = shm_close,
 };

@@ -2,7 +2,7 @@
  * shm.h - the shared-memory transport's own state, shared by its files:
  *   shm.c       the ops table, open/close, progress, what a departed peer costs
  *   shm_seg.c   segments (create, map, unlink) and the processes behind them:
- *               liveness checks, process_vm_readv (the single-copy get)
+ *               liveness checks, process_vm_readv/writev (the single copy)
  *   shm_ring.h  a ring's shared layout and the steps of its fast path
  *   shm_ring.c  a message written into a ring as records (fragmenting)
  *   shm_tx.c    sending: the per-peer queue and its flushing
@@ -106,7 +106,8 @@ struct xdev_tp {
     struct pollfd *pidfds; /* npeers entries, fd -1 where unused */
     shm_seg_t own;
     char own_name[128];
-    size_t cma_min;       /* smallest rendezvous worth a get; SIZE_MAX: never */
+    size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
+    int cma_mode;         /* XDEV_RNDZ_READ (receiver pulls) or _WRITE (sender pushes) */
     unsigned polls;
     uint64_t next_check_ms;
     bool announced;       /* every peer's eager limit is known to the core */
@@ -119,7 +120,10 @@ int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms);
 void shm_seg_unmap(shm_seg_t *seg);
 void shm_seg_find_gone(xdev_tp_t *tp);
 bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p);
-int shm_seg_get(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr);
+/* Copy len bytes between local and the peer's remote_addr with
+ * process_vm_readv (or, write, process_vm_writev). */
+int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remote_addr,
+                 bool write);
 
 /* shm_ring.c */
 bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op);

@@ -36,25 +36,30 @@ bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
         size_t left = op->payload_len - done;
         size_t want = left < r->frag_max ? left : r->frag_max;
         uint64_t room = shm_tx_room(r, shm_rec_size(framing - 8 + want));
-        if (!room) /* else it holds at least a line: any framing fits */
-            return false;
+        bool at_end = (r->tail & r->mask) + room == r->size;
+        if (room < framing) { /* (room is 0 or at least a line: a fragment fits) */
+            if (!room || !at_end)
+                return false;
+            shm_tx_publish(r, SHM_REC_PAD | (room - 8)); /* the head goes at the start */
+            continue;
+        }
         size_t chunk = room - framing < want ? (size_t)(room - framing) : want;
         /* A short piece is worth writing only where the data area ends
          * (the rest follows at its start); otherwise wait for room. */
-        if (chunk < want && chunk < SHM_FRAG_MIN && (r->tail & r->mask) + room < r->size)
+        if (chunk < want && chunk < SHM_FRAG_MIN && !at_end)
             return false;
         uint8_t *b = shm_tx_body(r);
         uint64_t ctrl;
         if (start) {
             uint64_t len = op->payload_len;
             memcpy(b, &len, 8);
-            /* A fixed-size copy of the longest head compiles to a few
-             * moves instead of a call; what it writes past this head is
-             * overwritten by the payload or left unread, and stays inside
-             * the record, which is at least a line. */
-            _Static_assert(SHM_START_FRAMING + XDEV_HEAD_MAX <= SHM_LINE,
-                           "the longest head fits in a record's first line");
-            memcpy(b + 8, xdev_txop_head(op), XDEV_HEAD_MAX);
+            /* A head that fits in the record's first line (every eager
+             * head does) goes as a fixed-size copy, a few moves instead
+             * of a call; what it writes past the head is overwritten by
+             * the payload or left unread, inside the record. */
+            enum { FAST_HEAD = SHM_LINE - SHM_START_FRAMING };
+            _Static_assert(XDEV_HDR_BYTES + 8 <= FAST_HEAD, "eager heads take the fast copy");
+            memcpy(b + 8, xdev_txop_head(op), op->head_len <= FAST_HEAD ? FAST_HEAD : op->head_len);
             b += 8 + op->head_len;
             ctrl = SHM_REC_START | (8 + op->head_len + chunk);
             op->sent = op->head_len;

@@ -10,6 +10,8 @@
  *   ctrl == 0            nothing here yet
  *   ctrl & SHM_REC_START the first record of a message:
  *                        [ctrl][u64 payload length][xdev head][payload...]
+ *   ctrl & SHM_REC_PAD   filler up to the end of the data area, where the
+ *                        head of a start record would not fit
  *   otherwise            a fragment: [ctrl][payload...]
  *   ctrl & SHM_REC_BYTES bytes after the control word
  *
@@ -50,7 +52,8 @@
 
 #define SHM_REC_BYTES 0xffffffffull
 #define SHM_REC_START (1ull << 32)
-#define SHM_REC_KNOWN (SHM_REC_BYTES | SHM_REC_START)
+#define SHM_REC_PAD (1ull << 33)
+#define SHM_REC_KNOWN (SHM_REC_BYTES | SHM_REC_START | SHM_REC_PAD)
 #define SHM_START_FRAMING 16 /* control word + payload length */
 #define SHM_ZERO_LOW 1024    /* clear lines ahead when fewer are clear ... */
 #define SHM_ZERO_HIGH 2048   /* ... up to this far ahead (small batches: a

@@ -11,7 +11,8 @@
  *
  * Anything in a record that the peer could not have written (a bad
  * control word, a start record where a fragment belongs or the reverse,
- * an unknown type, more payload than announced) fails the peer.
+ * an unknown type, more payload than announced, filler that does not end
+ * the data area) fails the peer.
  */
 #include <string.h>
 #include "shm.h"
@@ -128,6 +129,15 @@ void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
         if (!shm_rx_valid(&p->rx, ctrl)) {
             shm_peer_fail(tp, p);
             return;
+        }
+        if (ctrl & SHM_REC_PAD) {
+            if (p->rx_state != RX_IDLE || (ctrl & SHM_REC_START) ||
+                (p->rx.head & p->rx.mask) + shm_rec_size(ctrl & SHM_REC_BYTES) != p->rx.size) {
+                shm_peer_fail(tp, p);
+                return;
+            }
+            shm_rx_release(&p->rx, ctrl);
+            continue;
         }
         bool go_on = p->rx_state == RX_IDLE ? start_message(tp, p, ctrl) : fragment(tp, p, ctrl);
         if (!go_on)

@@ -288,13 +288,16 @@ void shm_seg_find_gone(xdev_tp_t *tp)
     }
 }
 
-static ssize_t read_peer(int pid, void *dst, size_t len, uint64_t addr)
+/* One cross-memory copy with the peer: from its memory into ours, or
+ * (write) from ours into its. */
+static ssize_t copy_peer(int pid, void *local_buf, size_t len, uint64_t addr, bool write)
 {
-    struct iovec local = { .iov_base = dst, .iov_len = len };
+    struct iovec local = { .iov_base = local_buf, .iov_len = len };
     struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
     ssize_t n;
     do
-        n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                  : process_vm_readv(pid, &local, 1, &remote, 1, 0);
     while (n < 0 && errno == EINTR);
     return n;
 }
@@ -304,14 +307,15 @@ bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p)
     (void)tp;
     if (p->cma == CMA_UNTESTED) {
         uint64_t magic = 0;
-        bool ok = read_peer(p->pid, &magic, sizeof magic, p->cma_probe) == (ssize_t)sizeof magic &&
+        bool ok = copy_peer(p->pid, &magic, sizeof magic, p->cma_probe, false) == (ssize_t)sizeof magic &&
                   magic == SHM_MAGIC;
         p->cma = ok ? CMA_WORKS : CMA_BROKEN;
     }
     return p->cma == CMA_WORKS;
 }
 
-int shm_seg_get(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_addr)
+int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remote_addr,
+                 bool write)
 {
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone)
@@ -321,7 +325,7 @@ int shm_seg_get(xdev_tp_t *tp, int peer, void *dst, size_t len, uint64_t remote_
     size_t done = 0;
     while (done < len) {
         size_t want = len - done < MAX_IO_BYTES ? len - done : MAX_IO_BYTES;
-        ssize_t n = read_peer(p->pid, (char *)dst + done, want, remote_addr + done);
+        ssize_t n = copy_peer(p->pid, (char *)local + done, want, remote_addr + done, write);
         if (n <= 0) {
             if (n < 0 && (errno == EPERM || errno == ENOSYS))
                 p->cma = CMA_BROKEN; /* the data path it is, from now on */

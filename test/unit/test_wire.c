@@ -32,20 +32,21 @@ static void test_fields(void)
 {
     xdev_head_t h = { .hdr = { .src = 1, .dst = 2, .tag = 3, .ctx = 4,
                                .type = XDEV_MSG_RNDZ_REPLY },
-                      .f = { 0x1122334455667788ull, 42, 1ull << 40 } };
+                      .f = { 0x1122334455667788ull, 42, 1ull << 40, 2, 0xabcdull << 32, 7 } };
     uint8_t out[XDEV_HEAD_MAX];
-    CHECK(xdev_wire_encode(&h, out) == 20 + 24);
+    CHECK(xdev_wire_encode(&h, out) == 20 + 48);
     CHECK(out[16] == XDEV_MSG_RNDZ_REPLY);
     CHECK(out[20] == 0x88 && out[27] == 0x11); /* f0 little-endian after the header */
     CHECK(out[28] == 42);
     CHECK(out[36 + 5] == 1);
+    CHECK(out[44] == 2 && out[52 + 4] == 0xcd && out[52 + 5] == 0xab && out[60] == 7);
 
     xdev_hdr_t back;
     uint64_t f[XDEV_MAX_FIELDS];
     xdev_wire_decode_hdr(out, &back);
     xdev_wire_decode_fields(out + 20, &back, f);
     CHECK(memcmp(&back, &h.hdr, sizeof back) == 0);
-    CHECK(f[0] == h.f[0] && f[1] == h.f[1] && f[2] == h.f[2]);
+    CHECK(memcmp(f, h.f, sizeof f) == 0);
 }
 
 static void test_negative_tag_roundtrip(void)
@@ -64,10 +65,11 @@ static void test_types(void)
     CHECK(xdev_wire_head_len(XDEV_MSG_EAGER) == 20);
     CHECK(xdev_wire_head_len(XDEV_MSG_EAGER_SYNC) == 28);
     CHECK(xdev_wire_head_len(XDEV_MSG_SYNC_ACK) == 28);
-    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_START) == 44);
-    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_REPLY) == 44);
+    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_START) == 60);
+    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_REPLY) == 68);
     CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_DATA) == 28);
     CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_END) == 28);
+    CHECK(xdev_wire_head_len(XDEV_MSG_RNDZ_WRITTEN) == 28);
     CHECK(xdev_wire_head_len(0) == 0);
     CHECK(xdev_wire_head_len(XDEV_MSG_TYPE_MAX + 1) == 0);
     CHECK(xdev_wire_head_len(0xffffffffu) == 0);
