@@ -1,9 +1,14 @@
 /* match.c - the keyed FIFO table of match.h: chained hashing, buckets made
- * on first use and freed when their list empties so that a job that uses
- * many distinct tags does not keep memory for all of them. */
+ * on first use and given up when their list empties so that a job that
+ * uses many distinct tags does not keep memory for all of them. A few
+ * emptied buckets are kept for reuse: a ping-pong posts and matches one
+ * receive per message, and a malloc/free pair per message showed up in
+ * its profile. */
 #include <stdlib.h>
 #include "match.h"
 #include "xdev.h"
+
+#define MTABLE_SPARE_MAX 16
 
 struct xdev_mbucket {
     int src, tag, ctx;
@@ -23,20 +28,26 @@ int xdev_mtable_init(xdev_mtable_t *t)
 {
     t->nslots = 64;
     t->nbuckets = 0;
+    t->spare = NULL;
+    t->nspare = 0;
     t->slots = calloc(t->nslots, sizeof *t->slots);
     return t->slots ? 0 : XDEV_ERR_NOMEM;
 }
 
+static void free_chain(xdev_mbucket_t *b)
+{
+    while (b) {
+        xdev_mbucket_t *next = b->chain;
+        free(b);
+        b = next;
+    }
+}
+
 void xdev_mtable_destroy(xdev_mtable_t *t)
 {
-    for (size_t i = 0; i < t->nslots; i++) {
-        xdev_mbucket_t *b = t->slots[i];
-        while (b) {
-            xdev_mbucket_t *next = b->chain;
-            free(b);
-            b = next;
-        }
-    }
+    free_chain(t->spare);
+    for (size_t i = 0; i < t->nslots; i++)
+        free_chain(t->slots[i]);
     free(t->slots);
     t->slots = NULL;
 }
@@ -85,9 +96,15 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
     xdev_mbucket_t **p = find_slot(t, src, tag, ctx);
     xdev_mbucket_t *b = *p;
     if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b)
+        if (t->spare) {
+            b = t->spare;
+            t->spare = b->chain;
+            t->nspare--;
+        } else if (!(b = malloc(sizeof *b))) {
             return XDEV_ERR_NOMEM;
+        }
+        b->chain = NULL;
+        b->head = b->tail = NULL;
         b->src = src;
         b->tag = tag;
         b->ctx = ctx;
@@ -123,5 +140,11 @@ void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
     xdev_mbucket_t **p = find_slot(t, b->src, b->tag, b->ctx);
     *p = b->chain;
     t->nbuckets--;
-    free(b);
+    if (t->nspare < MTABLE_SPARE_MAX) {
+        b->chain = t->spare;
+        t->spare = b;
+        t->nspare++;
+    } else {
+        free(b);
+    }
 }
