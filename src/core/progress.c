@@ -17,6 +17,8 @@
 #define SLEEP_MS_SINGLE 10      /* then sleeping in poll(); nobody else can */
 #define SLEEP_MS_MULTI 1        /* complete our request but the network, */
                                 /* unless other threads share the device */
+#define NAP_NS 50000ull         /* instead of sleeping on shm, which has no fd */
+#define NAP_NS_IDLE 2000000ull  /* the progress thread's longest nap */
 
 static uint64_t now_ns(void)
 {
@@ -37,8 +39,10 @@ void progress_once(xdev_t *d)
 }
 
 /* Sleep until a transport has work or ms pass. A transport with nothing to
- * sleep on (shared memory) can only be polled: then yield and come back. */
-static void sleep_on_transports(xdev_t *d, int ms)
+ * sleep on (shared memory) can only be polled: then nap for nap_ns and come
+ * back, which bounds the extra latency after a long idle wait while an
+ * idle rank (or the progress thread) leaves the core to others. */
+static void sleep_on_transports(xdev_t *d, int ms, uint64_t nap_ns)
 {
     struct pollfd p[XDEV_MAX_TRANSPORTS];
     bool pollable = true;
@@ -50,7 +54,7 @@ static void sleep_on_transports(xdev_t *d, int ms)
     if (pollable)
         poll(p, (nfds_t)d->ntps, ms);
     else
-        sched_yield();
+        nanosleep(&(struct timespec){ .tv_nsec = (long)nap_ns }, NULL);
     dev_lock(d);
 }
 
@@ -87,19 +91,25 @@ void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
             sched_yield();
             dev_lock(d);
         } else {
-            sleep_on_transports(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE);
+            sleep_on_transports(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE, NAP_NS);
             progress_once(d);
         }
     }
 }
 
+/* The thread naps longer the longer nothing moves (where it cannot sleep
+ * on a file descriptor), so that idle it costs next to no CPU; any traffic
+ * brings it back to short naps. */
 static void *progress_main(void *arg)
 {
     xdev_t *d = arg;
+    uint64_t seen = 0, nap = NAP_NS;
     while (!__atomic_load_n(&d->progress_thread_stop, __ATOMIC_ACQUIRE)) {
         dev_lock(d);
         progress_once(d);
-        sleep_on_transports(d, 10);
+        nap = d->activity != seen ? NAP_NS : nap * 2 < NAP_NS_IDLE ? nap * 2 : NAP_NS_IDLE;
+        seen = d->activity;
+        sleep_on_transports(d, 10, nap);
         dev_unlock(d);
     }
     return NULL;
