@@ -1,14 +1,19 @@
-/* match.c - the keyed FIFO table of match.h: chained hashing, buckets made
- * on first use and given up when their list empties so that a job that
- * uses many distinct tags does not keep memory for all of them. A few
- * emptied buckets are kept for reuse: a ping-pong posts and matches one
- * receive per message, and a malloc/free pair per message showed up in
- * its profile. */
+/*
+ * match.c - the keyed FIFO table of match.h: chained hashing with buckets
+ * made on first use.
+ *
+ * A bucket whose list empties stays where it is: a ping-pong posts and
+ * matches one receive per message under the same key, and unlinking and
+ * relinking the bucket each time (a hash and a chain walk, or a malloc)
+ * was a tenth of the instructions of a small message. Empty buckets are
+ * swept out when the table would otherwise grow, so a job that uses many
+ * distinct tags over time keeps memory only for the keys in use (at most
+ * twice as many buckets, plus the initial 64 slots).
+ */
+#include <stdbool.h>
 #include <stdlib.h>
 #include "match.h"
 #include "xdev.h"
-
-#define MTABLE_SPARE_MAX 16
 
 struct xdev_mbucket {
     int src, tag, ctx;
@@ -28,26 +33,20 @@ int xdev_mtable_init(xdev_mtable_t *t)
 {
     t->nslots = 64;
     t->nbuckets = 0;
-    t->spare = NULL;
-    t->nspare = 0;
     t->slots = calloc(t->nslots, sizeof *t->slots);
     return t->slots ? 0 : XDEV_ERR_NOMEM;
 }
 
-static void free_chain(xdev_mbucket_t *b)
-{
-    while (b) {
-        xdev_mbucket_t *next = b->chain;
-        free(b);
-        b = next;
-    }
-}
-
 void xdev_mtable_destroy(xdev_mtable_t *t)
 {
-    free_chain(t->spare);
-    for (size_t i = 0; i < t->nslots; i++)
-        free_chain(t->slots[i]);
+    for (size_t i = 0; i < t->nslots; i++) {
+        xdev_mbucket_t *b = t->slots[i];
+        while (b) {
+            xdev_mbucket_t *next = b->chain;
+            free(b);
+            b = next;
+        }
+    }
     free(t->slots);
     t->slots = NULL;
 }
@@ -66,11 +65,33 @@ xdev_mnode_t *xdev_mtable_head(const xdev_mtable_t *t, int src, int tag, int ctx
     return b ? b->head : NULL;
 }
 
-/* Keep chains short as the number of live keys grows; a failed grow is
- * harmless (chains just get longer). */
+/* Free the empty buckets. */
+static void sweep(xdev_mtable_t *t)
+{
+    for (size_t i = 0; i < t->nslots; i++) {
+        xdev_mbucket_t **p = &t->slots[i];
+        while (*p) {
+            xdev_mbucket_t *b = *p;
+            if (b->head) {
+                p = &b->chain;
+                continue;
+            }
+            *p = b->chain;
+            free(b);
+            t->nbuckets--;
+        }
+    }
+}
+
+/* Keep chains short as the number of keys grows: first drop the empty
+ * buckets, and double the slots only if the live ones still fill half.
+ * A failed grow is harmless (chains just get longer). */
 static void maybe_grow(xdev_mtable_t *t)
 {
     if (t->nbuckets < t->nslots)
+        return;
+    sweep(t);
+    if (t->nbuckets < t->nslots / 2)
         return;
     size_t n = t->nslots * 2;
     xdev_mbucket_t **slots = calloc(n, sizeof *slots);
@@ -95,22 +116,16 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
 {
     xdev_mbucket_t **p = find_slot(t, src, tag, ctx);
     xdev_mbucket_t *b = *p;
-    if (!b) {
-        if (t->spare) {
-            b = t->spare;
-            t->spare = b->chain;
-            t->nspare--;
-        } else if (!(b = malloc(sizeof *b))) {
+    bool made = !b;
+    if (made) {
+        b = calloc(1, sizeof *b);
+        if (!b)
             return XDEV_ERR_NOMEM;
-        }
-        b->chain = NULL;
-        b->head = b->tail = NULL;
         b->src = src;
         b->tag = tag;
         b->ctx = ctx;
         *p = b;
         t->nbuckets++;
-        maybe_grow(t);
     }
     n->bucket = b;
     n->next = NULL;
@@ -120,11 +135,14 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
     else
         b->head = n;
     b->tail = n;
+    if (made)
+        maybe_grow(t); /* after n is in: the sweep keeps b */
     return 0;
 }
 
 void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
 {
+    (void)t;
     xdev_mbucket_t *b = n->bucket;
     if (n->prev)
         n->prev->next = n->next;
@@ -135,16 +153,4 @@ void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
     else
         b->tail = n->prev;
     n->bucket = NULL;
-    if (b->head)
-        return;
-    xdev_mbucket_t **p = find_slot(t, b->src, b->tag, b->ctx);
-    *p = b->chain;
-    t->nbuckets--;
-    if (t->nspare < MTABLE_SPARE_MAX) {
-        b->chain = t->spare;
-        t->spare = b;
-        t->nspare++;
-    } else {
-        free(b);
-    }
 }

@@ -23,9 +23,7 @@ typedef struct xdev_mnode {
 typedef struct xdev_mtable {
     xdev_mbucket_t **slots;
     size_t nslots;   /* a power of two */
-    size_t nbuckets;
-    xdev_mbucket_t *spare; /* emptied buckets kept for reuse ... */
-    size_t nspare;         /* ... up to MTABLE_SPARE_MAX of them */
+    size_t nbuckets; /* including empty ones, until a sweep */
 } xdev_mtable_t;
 
 int xdev_mtable_init(xdev_mtable_t *t);
