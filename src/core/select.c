@@ -1,8 +1,10 @@
 /*
  * select.c - which transport carries traffic to each peer.
  *
- * "tcp" and "shm" serve every peer with that transport. "auto" serves the
- * ranks on this host with shm and the others with tcp, which needs to know
+ * "tcp", "shm" and "ofi" serve every peer with that transport. "auto" serves
+ * the ranks on this host with shm and the others with tcp (or with a
+ * transport that finds a high-speed network here: ofi over verbs, EFA,
+ * Slingshot..., never tcp-over-ofi), which needs to know
  * where every rank runs: each rank publishes a host identity through the
  * bootstrap and reads everyone's at init (a file read per rank, not a
  * connection). A hostname is not enough to decide that two processes can
@@ -49,7 +51,23 @@ static void host_id(char *out, size_t cap)
 }
 
 /* The transports this library was built with. */
-static const xdev_tp_ops_t *const transports[] = { &xdev_tcp_ops, &xdev_shm_ops };
+static const xdev_tp_ops_t *const transports[] = {
+    &xdev_tcp_ops,
+    &xdev_shm_ops,
+#ifdef XDEV_HAVE_OFI
+    &xdev_ofi_ops,
+#endif
+};
+
+/* auto's choice for other hosts: the first transport that finds a
+ * high-speed network here, else tcp. */
+static const xdev_tp_ops_t *auto_network(void)
+{
+    for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
+        if (transports[i]->fast_network && transports[i]->fast_network())
+            return transports[i];
+    return &xdev_tcp_ops;
+}
 
 const xdev_tp_ops_t *transport_find(const char *name)
 {
@@ -118,7 +136,7 @@ int select_transports(xdev_t *d)
 {
     const char *want = d->cfg.transport;
     bool *shm = calloc((size_t)d->size, sizeof *shm);
-    bool *tcp = calloc((size_t)d->size, sizeof *tcp);
+    bool *tcp = calloc((size_t)d->size, sizeof *tcp); /* served by the network transport */
     int rc = shm && tcp ? XDEV_OK : XDEV_ERR_NOMEM;
     /* With an explicit peer table there is no bootstrap to compare hosts
      * through: auto means tcp to everyone. */
@@ -137,6 +155,11 @@ int select_transports(xdev_t *d)
         any_shm |= shm[r];
         any_tcp |= tcp[r];
     }
+    const xdev_tp_ops_t *net = &xdev_tcp_ops;
+    if (strcmp(want, "auto") && strcmp(want, "shm"))
+        net = transport_find(want);
+    else if (autoselect && any_tcp)
+        net = auto_network();
     const xdev_tp_ops_t *shm_ops = transport_find("shm");
     if (rc == XDEV_OK && any_shm && !shm_ops) {
         if (autoselect) { /* built without shm: tcp serves everyone */
@@ -150,10 +173,10 @@ int select_transports(xdev_t *d)
     }
     if (rc == XDEV_OK && any_shm)
         rc = open_one(d, shm_ops, shm);
-    /* tcp is always opened: it also serves as the transport of record for
-     * a job of one, where no peer needs it. */
+    /* The network transport is always opened: it also serves as the
+     * transport of record for a job of one, where no peer needs it. */
     if (rc == XDEV_OK && (any_tcp || !any_shm))
-        rc = open_one(d, &xdev_tcp_ops, tcp);
+        rc = open_one(d, net, tcp);
     free(shm);
     free(tcp);
     return rc;

@@ -148,6 +148,9 @@ typedef struct xdev_tp_ops {
      * core's again); 0: queued, it comes back through xdev_core_rma_done;
      * < 0: failed before anything moved (the core streams instead). */
     int (*rma)(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
+    /* Optional: true when this transport reaches other hosts over a
+     * high-speed network here; `auto` then prefers it to tcp for them. */
+    bool (*fast_network)(void);
     /* Begin an orderly close: finish queued sends, then tell every peer we
      * are done. Returns 1 once every connection is closed. */
     int (*shutdown)(xdev_tp_t *tp);
@@ -187,5 +190,8 @@ uint64_t xdev_now_ms(void);
 
 extern const xdev_tp_ops_t xdev_tcp_ops;
 extern const xdev_tp_ops_t xdev_shm_ops;
+#ifdef XDEV_HAVE_OFI
+extern const xdev_tp_ops_t xdev_ofi_ops;
+#endif
 
 #endif

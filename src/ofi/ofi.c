@@ -1,0 +1,279 @@
+/*
+ * ofi.c - the libfabric transport: its ops table, open and close, the
+ * completion-queue progress loop, losing a peer, and the goodbye at
+ * shutdown. See ofi.h for the design.
+ *
+ * Shutdown: once nothing of ours is queued or in flight to a peer we have
+ * exchanged anything with, it gets a BYE; we are done when every such
+ * peer's BYE has come back (or it failed). Frames are ordered, so its BYE
+ * means everything it sent us is in, and our BYE's completion that
+ * everything we sent has left: closing the endpoint then cuts nothing off.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "ofi.h"
+
+#define CLOCK_EVERY 16 /* polls between looks at the (coarse) clock */
+
+static uint64_t coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (p->in_service)
+        return;
+    p->in_service = true;
+    p->service_next = tp->service;
+    tp->service = p;
+}
+
+/* p is gone: hand back what we queued for it, forget what it sent that
+ * the core has not taken, then tell the core. */
+void ofi_peer_fail(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (p->failed)
+        return;
+    p->failed = true;
+    ofi_tx_fail_all(tp, p);
+    ofi_rx_drop(tp, p);
+    xdev_core_peer_failed(tp->dev, p->rank);
+}
+
+/* Peers that asked for attention outside a completion: a resumed payload,
+ * more backlog, credits to return, posts the provider refused for now. */
+static void run_service(xdev_tp_t *tp)
+{
+    ofi_peer_t *list = tp->service;
+    tp->service = NULL;
+    while (list) {
+        ofi_peer_t *p = list;
+        list = p->service_next;
+        p->in_service = false;
+        if (p->failed)
+            continue;
+        if (p->broken) {
+            ofi_peer_fail(tp, p);
+            continue;
+        }
+        ofi_rx_drain(tp, p);
+        ofi_tx_flush(tp, p);
+        ofi_rma_flush(tp, p);
+        ofi_rx_owe_credits(tp, p);
+    }
+}
+
+static void on_error(xdev_tp_t *tp)
+{
+    struct fi_cq_err_entry err;
+    memset(&err, 0, sizeof err);
+    if (fi_cq_readerr(tp->cq, &err, 0) != 1 || !err.op_context)
+        return;
+    if (err.flags & FI_RECV) {
+        /* A frame too long for a buffer (nobody we serve sends one) or a
+         * receive the provider gave up on: the buffer goes back. */
+        ofi_rxbuf_t *b = err.op_context;
+        b->next = tp->unposted;
+        tp->unposted = b;
+        return;
+    }
+    ofi_tx_complete(tp, err.op_context, false);
+}
+
+static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
+{
+    (void)timeout_ms; /* the core sleeps on wait_fd instead */
+    if (!tp->cq)
+        return;
+    struct fi_cq_msg_entry ev[OFI_RX_BATCH];
+    for (int round = 0; round < 4; round++) {
+        ssize_t n = fi_cq_read(tp->cq, ev, OFI_RX_BATCH);
+        if (n == -FI_EAVAIL) {
+            on_error(tp);
+            continue;
+        }
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            if (ev[i].flags & FI_RECV)
+                ofi_rx_arrived(tp, ev[i].op_context, ev[i].len);
+            else
+                ofi_tx_complete(tp, ev[i].op_context, true);
+        }
+        if (n < OFI_RX_BATCH)
+            break;
+    }
+    if (tp->unposted)
+        ofi_rx_repost_all(tp);
+    run_service(tp);
+    if (++tp->polls % CLOCK_EVERY == 0) {
+        uint64_t now = coarse_ms();
+        tp->now_ms = now;
+        if (now >= tp->next_timer_ms) {
+            tp->next_timer_ms = now + OFI_RETRY_MS;
+            ofi_timers(tp, now);
+        }
+    }
+}
+
+/* The completion queue's fd, once fi_trywait says sleeping on it is safe. */
+static int ofi_wait_fd(xdev_tp_t *tp)
+{
+    if (tp->wait_fd < 0 || tp->service || tp->unposted)
+        return -1;
+    struct fid *f = &tp->cq->fid;
+    return fi_trywait(tp->fabric, &f, 1) == FI_SUCCESS ? tp->wait_fd : -1;
+}
+
+static void ofi_watch(xdev_tp_t *tp, int peer)
+{
+    ofi_peer_t *p = &tp->peers[peer];
+    if (p->watched)
+        return;
+    p->watched = true;
+    p->last_heard_ms = xdev_now_ms();
+    if (!p->give_up_ms)
+        p->give_up_ms = p->last_heard_ms + (uint64_t)tp->peer_timeout_ms;
+}
+
+static int ofi_shutdown(xdev_tp_t *tp)
+{
+    tp->shutting_down = true;
+    bool done = true;
+    for (int r = 0; r < tp->size; r++) {
+        ofi_peer_t *p = &tp->peers[r];
+        if (!tp->serve[r] || p->failed || !p->active)
+            continue;
+        if (p->txq_head || p->inflight) {
+            done = false;
+        } else if (!p->bye_sent) {
+            p->bye_sent = ofi_send_ctrl(tp, p, K_BYE);
+            done = false;
+        } else if (!p->bye_done || !p->bye_rx) {
+            done = false;
+        }
+    }
+    return done;
+}
+
+static void ofi_close(xdev_tp_t *tp)
+{
+    if (!tp)
+        return;
+    for (int r = 0; r < tp->size && tp->peers && tp->serve; r++) {
+        ofi_peer_t *p = &tp->peers[r];
+        if (!tp->serve[r])
+            continue;
+        p->failed = true; /* sends from inside tx_done now fail at once */
+        ofi_tx_fail_all(tp, p);
+    }
+    ofi_fabric_close(tp); /* the endpoint first: nothing completes after it */
+    for (int r = 0; r < tp->size && tp->peers; r++) {
+        ofi_peer_t *p = &tp->peers[r];
+        while (p->inflight)
+            ofi_msg_free(tp, p, p->inflight);
+        if (p->pidfd >= 0)
+            close(p->pidfd);
+    }
+    ofi_rx_pool_close(tp);
+    free(tp->ctxs);
+    free(tp->peers);
+    free(tp->serve);
+    free(tp);
+}
+
+/* Receive buffers: a share of the pool budget per peer, within bounds. */
+static void size_pools(xdev_tp_t *tp, int npeers)
+{
+    size_t per_peer = OFI_POOL_BUDGET / ((size_t)npeers * sizeof(ofi_rxbuf_t));
+    tp->credits = per_peer > OFI_CREDITS_MAX   ? OFI_CREDITS_MAX
+                  : per_peer < OFI_CREDITS_MIN ? OFI_CREDITS_MIN
+                                               : (int)per_peer;
+    tp->nrxbufs = (size_t)npeers * (size_t)(tp->credits + OFI_CTRL_RESERVE);
+    tp->nctxs = (size_t)npeers * (size_t)(tp->credits + 4) + 64;
+}
+
+static int open_ctxs(xdev_tp_t *tp)
+{
+    tp->ctxs = calloc(tp->nctxs, sizeof *tp->ctxs);
+    if (!tp->ctxs)
+        return XDEV_ERR_NOMEM;
+    for (size_t i = 0; i < tp->nctxs; i++)
+        ofi_ctx_put(tp, &tp->ctxs[i]);
+    if ((tp->mr_mode & FI_MR_LOCAL) &&
+        ofi_mr_local(tp, tp->ctxs, tp->nctxs * sizeof *tp->ctxs, FI_SEND, &tp->ctx_mr) != XDEV_OK)
+        return XDEV_ERR_INIT;
+    tp->ctx_desc = ofi_mr_desc(tp->ctx_mr);
+    return XDEV_OK;
+}
+
+static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out)
+{
+    /* An explicit peer table holds tcp addresses, not endpoint names. */
+    if (params->peers)
+        return XDEV_ERR_INIT;
+    xdev_tp_t *tp = calloc(1, sizeof *tp);
+    if (!tp)
+        return XDEV_ERR_NOMEM;
+    tp->dev = dev;
+    tp->rank = params->rank;
+    tp->size = params->size;
+    tp->eager_limit = params->eager_limit;
+    tp->peer_timeout_ms = params->peer_timeout_ms;
+    tp->wait_fd = -1;
+    tp->peers = calloc((size_t)params->size, sizeof *tp->peers);
+    tp->serve = calloc((size_t)params->size, sizeof *tp->serve);
+    if (!tp->peers || !tp->serve) {
+        ofi_close(tp);
+        return XDEV_ERR_NOMEM;
+    }
+    int npeers = 0;
+    for (int r = 0; r < params->size; r++) {
+        tp->serve[r] = params->serve[r] && r != params->rank;
+        npeers += tp->serve[r];
+        tp->peers[r].rank = r;
+        tp->peers[r].pidfd = -1;
+    }
+    int rc = XDEV_OK;
+    if (npeers) {
+        size_pools(tp, npeers);
+        for (int r = 0; r < params->size; r++)
+            tp->peers[r].credits = tp->credits;
+        rc = ofi_fabric_open(tp);
+        if (rc == XDEV_OK)
+            rc = open_ctxs(tp);
+        if (rc == XDEV_OK)
+            rc = ofi_rx_pool_open(tp);
+        if (rc == XDEV_OK)
+            rc = ofi_addr_publish(tp);
+    }
+    if (rc != XDEV_OK) {
+        ofi_close(tp);
+        return rc;
+    }
+    tp->now_ms = coarse_ms();
+    *out = tp;
+    return XDEV_OK;
+}
+
+const xdev_tp_ops_t xdev_ofi_ops = {
+    .name = "ofi",
+    .open = ofi_open,
+    .send = ofi_send,
+    .progress = ofi_progress,
+    .wait_fd = ofi_wait_fd,
+    .resume = ofi_resume,
+    .watch = ofi_watch,
+    .rndz_mode = ofi_rndz_mode,
+    .mem_expose = ofi_mem_expose,
+    .mem_release = ofi_mem_release,
+    .rma = ofi_rma,
+    .fast_network = ofi_fast_network,
+    .shutdown = ofi_shutdown,
+    .close = ofi_close,
+};

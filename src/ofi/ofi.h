@@ -1,0 +1,230 @@
+/*
+ * ofi.h - the libfabric transport's own state, shared by its files:
+ *   ofi.c        the ops table, open/close, progress, shutdown
+ *   ofi_fabric.c choosing a provider and opening fabric, domain, endpoint
+ *   ofi_addr.c   address exchange, peers resolved on first use, liveness
+ *   ofi_tx.c     sending: per-peer queues, fragments, credits, control frames
+ *   ofi_rx.c     receiving: the posted buffer pool, reassembly, deferral
+ *   ofi_rma.c    the RMA seam: exposure, one-sided reads and writes
+ *
+ * One reliable datagram endpoint (FI_EP_RDM) carries everything. A
+ * transport message (an xdev head and its payload) travels as one or more
+ * FI_MSG frames into a pool of receive buffers that the endpoint keeps
+ * posted; each frame starts with an 8-byte frame header:
+ *   u8 kind, u8 seq, u16 credits returned, u32 sender's rank
+ * and a FIRST frame adds the u64 payload length of the whole message.
+ * Frames of one sender are matched to buffers in order (FI_ORDER_SAS is
+ * required) but may complete out of order; seq puts them back in order.
+ *
+ * Flow control is by credits: a peer may have `credits` data frames in our
+ * pool at once, and gets a credit back when we repost the buffer its frame
+ * used (piggybacked on our frames to it, or in a CREDIT frame once half
+ * are owed). So a message the core defers, and everything behind it from
+ * that peer, simply stays in its buffers, the pool never runs dry, and a
+ * flooding sender waits for credits instead of making the provider buffer
+ * without bound or drop anything. CREDIT and BYE frames ride outside the
+ * credits in a small per-peer reserve (OFI_CTRL_RESERVE).
+ *
+ * Large messages move by FI_RMA where the provider has it (READ by
+ * default); otherwise the core streams them as one RNDZ_DATA message,
+ * which is fragmented like any other.
+ */
+#ifndef XDEV_OFI_H
+#define XDEV_OFI_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdbool.h>
+#include "../core/transport.h"
+
+#define OFI_HDR 8            /* frame header */
+#define OFI_FIRST_HDR 16     /* ... with the message length */
+#define OFI_BUF_BYTES (64 * 1024 + 128) /* one receive buffer: a 64 KiB eager
+                                         * message and its heads fit whole */
+#define OFI_CREDITS_MAX 16
+#define OFI_CREDITS_MIN 4
+#define OFI_POOL_BUDGET ((size_t)16 << 20) /* receive buffers, in all */
+#define OFI_CTRL_RESERVE 3   /* two CREDIT frames and a BYE beyond the credits */
+#define OFI_RX_BATCH 32
+#define OFI_EARLY_MAX 64     /* frames a peer may be ahead (> credits + reserve) */
+#define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
+#define OFI_LIVENESS_MS 20   /* local-only providers: peers' pids checked */
+#define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
+#define OFI_ADDR_MAX 256
+
+enum ofi_kind {
+    K_WHOLE = 1, /* a whole message */
+    K_FIRST,     /* the start of a message continued by MORE frames */
+    K_MORE,
+    K_PING,      /* no data; takes a credit; finds out a dead peer */
+    K_CREDIT,    /* credits only (reserve) */
+    K_BYE,       /* nothing more follows (reserve) */
+};
+
+enum ofi_rx_state {
+    RX_IDLE,     /* between messages */
+    RX_DEFERRED, /* the core has not said where the payload goes */
+    RX_RESUMED,  /* it has: the first frame is still at the backlog head */
+    RX_PAYLOAD,  /* MORE frames are still to come */
+};
+
+/* A receive buffer of the pool. */
+typedef struct ofi_rxbuf {
+    struct fi_context2 fctx; /* first: the completion's op_context */
+    struct ofi_rxbuf *next;  /* a peer's backlog */
+    size_t len;              /* bytes the frame filled */
+    uint8_t data[OFI_BUF_BYTES];
+} ofi_rxbuf_t;
+
+/* One message in flight: a txop's frames, or an rma op's pieces. */
+typedef struct ofi_msg {
+    struct ofi_msg *prev, *next; /* the peer's in-flight list */
+    xdev_txop_t *op;             /* NULL once handed back early (peer failed) */
+    xdev_rmaop_t *rma;
+    struct fid_mr *mr;           /* local registration (FI_MR_LOCAL) */
+    size_t posted;               /* bytes posted so far */
+    unsigned pending;            /* posted, not completed */
+    bool started;                /* its first frame is posted */
+    bool all_posted;
+    int peer;
+    struct ofi_msg *qnext;       /* an rma message's place in the peer's rmaq */
+} ofi_msg_t;
+
+/* One posted operation's context. */
+typedef struct ofi_ctx {
+    struct fi_context2 fctx;     /* first */
+    struct ofi_ctx *next_free;
+    ofi_msg_t *msg;              /* NULL: a control frame */
+    int peer;
+    uint8_t kind;
+    uint8_t bytes[OFI_FIRST_HDR + XDEV_HEAD_MAX]; /* frame header and head */
+} ofi_ctx_t;
+
+typedef struct ofi_peer {
+    int rank;
+    bool resolved;        /* addr is valid */
+    bool announced;       /* the core knows its eager limit */
+    bool failed;          /* the core has been told */
+    bool broken;          /* an error seen where we could not act on it */
+    bool active;          /* traffic either way: it gets a BYE at shutdown */
+    bool bye_sent, bye_done, bye_rx;
+    bool watched;
+    bool in_service;
+    bool ping_out;        /* a ping awaits its completion */
+    fi_addr_t addr;
+    size_t eager_limit;
+    int pid, pidfd;       /* local-only providers: its process */
+    uint64_t give_up_ms;  /* unresolvable after this means dead */
+    uint64_t last_heard_ms;
+    /* sending */
+    int credits;
+    unsigned owed;        /* credits we owe it */
+    uint8_t tx_seq, rx_seq;
+    xdev_txop_t *txq_head, *txq_tail; /* not started */
+    ofi_msg_t *cur;       /* the send being fragmented */
+    ofi_msg_t *rmaq_head, *rmaq_tail; /* rma messages not fully posted */
+    ofi_msg_t *inflight;  /* every message with posted or unposted parts */
+    unsigned nctl;        /* control frames awaiting completion */
+    /* receiving */
+    ofi_rxbuf_t *backlog_head, *backlog_tail;
+    ofi_rxbuf_t *early[OFI_EARLY_MAX]; /* early[i]: seq rx_seq + i arrived */
+    unsigned nearly;
+    uint8_t rx_state;
+    size_t rx_off;        /* where the payload starts in the backlog head */
+    size_t rx_got;
+    xdev_rx_t rx;
+    struct ofi_peer *service_next;
+} ofi_peer_t;
+
+struct xdev_tp {
+    xdev_t *dev;
+    int rank, size;
+    size_t eager_limit;
+    int peer_timeout_ms;
+    ofi_peer_t *peers;    /* size entries; only served ranks are used */
+    bool *serve;
+    /* libfabric */
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    int wait_fd;          /* -1: the provider has no FI_WAIT_FD */
+    uint64_t mr_mode;
+    bool local_only;      /* the provider reaches this host only: liveness by pid */
+    size_t inject_max;
+    size_t rma_max;       /* largest single RMA op */
+    int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */
+    uint64_t next_key;    /* requested MR keys, without FI_MR_PROV_KEY */
+    /* pools */
+    ofi_rxbuf_t *rxbufs;
+    size_t nrxbufs;
+    struct fid_mr *rx_mr; /* FI_MR_LOCAL */
+    void *rx_desc;
+    ofi_ctx_t *ctxs;
+    size_t nctxs;
+    ofi_ctx_t *free_ctx;
+    struct fid_mr *ctx_mr;
+    void *ctx_desc;
+    int credits;          /* per peer */
+    ofi_peer_t *service;  /* peers to look at in the next progress call */
+    ofi_rxbuf_t *unposted; /* buffers the endpoint refused for now */
+    unsigned polls;
+    uint64_t now_ms;      /* coarse, refreshed by the timers */
+    uint64_t next_timer_ms;
+    bool shutting_down;
+};
+
+/* ofi_fabric.c */
+int ofi_fabric_open(xdev_tp_t *tp);
+void ofi_fabric_close(xdev_tp_t *tp);
+bool ofi_fast_network(void);
+const char *ofi_strerror(int rc);
+
+/* ofi_addr.c */
+int ofi_addr_publish(xdev_tp_t *tp);
+int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_timers(xdev_tp_t *tp, uint64_t now);
+
+/* ofi_tx.c */
+ofi_ctx_t *ofi_ctx_get(xdev_tp_t *tp);
+void ofi_ctx_put(xdev_tp_t *tp, ofi_ctx_t *c);
+int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p);
+bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind);
+void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok);
+ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m);
+void *ofi_mr_desc(struct fid_mr *mr);
+void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p);
+bool ofi_tx_idle(const ofi_peer_t *p);
+
+/* ofi_rx.c */
+int ofi_rx_pool_open(xdev_tp_t *tp);
+void ofi_rx_pool_close(xdev_tp_t *tp);
+void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len);
+void ofi_rx_drain(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_rx_drop(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_rx_repost_all(xdev_tp_t *tp);
+void ofi_rx_owe_credits(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+
+/* ofi_rma.c */
+int ofi_rndz_mode(xdev_tp_t *tp, int peer, size_t len);
+int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
+                   xdev_mem_t *mem);
+void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
+int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
+void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p);
+int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr);
+
+/* ofi.c */
+void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_peer_fail(xdev_tp_t *tp, ofi_peer_t *p);
+
+#endif

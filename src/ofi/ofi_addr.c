@@ -1,0 +1,129 @@
+/*
+ * ofi_addr.c - finding peers and noticing when they go.
+ *
+ * Each rank publishes "ofi" = "<eager limit> <pid> <endpoint name in hex>"
+ * through the device's bootstrap (fi_getname at open). A peer's entry is
+ * looked up, and inserted into the address vector, on first use: the first
+ * send to it, or the first frame from it. Until it is published, sends
+ * wait; a peer that stays unpublished for the peer timeout is dead.
+ *
+ * Death: an error completion for anything sent to a peer fails it (ofi.c).
+ * A peer we only wait for has nothing of ours in flight, so once watched
+ * and silent for OFI_PING_MS it gets a PING, whose completion says whether
+ * it is still there. A provider that reaches this host only (shm) may
+ * never report a dead peer at all: there the peer's pid is watched.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <errno.h>
+#include <signal.h>
+#include "ofi.h"
+
+int ofi_addr_publish(xdev_tp_t *tp)
+{
+    uint8_t name[OFI_ADDR_MAX];
+    size_t len = sizeof name;
+    if (fi_getname(&tp->ep->fid, name, &len) != 0)
+        return XDEV_ERR_INIT;
+    char s[2 * OFI_ADDR_MAX + 64];
+    int n = snprintf(s, sizeof s, "%zu %d ", tp->eager_limit, (int)getpid());
+    for (size_t i = 0; i < len; i++)
+        n += snprintf(s + n, sizeof s - (size_t)n, "%02x", name[i]);
+    return xdev_boot_publish(tp->dev, "ofi", s);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* 1: resolved, 0: not published yet, XDEV_ERR_PEER: unusable entry. */
+int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (p->resolved)
+        return 1;
+    char s[2 * OFI_ADDR_MAX + 64];
+    int rc = xdev_boot_lookup(tp->dev, p->rank, "ofi", s, sizeof s);
+    if (rc <= 0)
+        return rc < 0 ? XDEV_ERR_PEER : 0;
+    unsigned long long limit;
+    int pid, off = 0;
+    if (sscanf(s, "%llu %d %n", &limit, &pid, &off) != 2 || !off)
+        return XDEV_ERR_PEER;
+    const char *hex = s + off;
+    size_t hexlen = strcspn(hex, " \n");
+    uint8_t name[OFI_ADDR_MAX];
+    if (!hexlen || hexlen % 2 || hexlen / 2 > sizeof name)
+        return XDEV_ERR_PEER;
+    for (size_t i = 0; i < hexlen / 2; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return XDEV_ERR_PEER;
+        name[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (fi_av_insert(tp->av, name, 1, &p->addr, 0, NULL) != 1)
+        return XDEV_ERR_PEER;
+    p->eager_limit = (size_t)limit;
+    p->pid = pid;
+    if (tp->local_only)
+        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->resolved = true;
+    ofi_service_later(tp, p); /* sends may wait for the address */
+    return 1;
+}
+
+static bool process_exited(const ofi_peer_t *p)
+{
+    if (p->pidfd >= 0) {
+        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+        return poll(&pfd, 1, 0) > 0;
+    }
+    return p->pid > 0 && kill(p->pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Something waits on this peer: its address, or a sign of life. */
+static bool wanted(const ofi_peer_t *p)
+{
+    return p->txq_head || p->rmaq_head || p->watched;
+}
+
+void ofi_timers(xdev_tp_t *tp, uint64_t now)
+{
+    for (int r = 0; r < tp->size; r++) {
+        ofi_peer_t *p = &tp->peers[r];
+        if (!tp->serve[r] || p->failed)
+            continue;
+        if (!p->resolved) {
+            if (!wanted(p))
+                continue;
+            int rc = ofi_resolve(tp, p);
+            if (rc < 0 || (rc == 0 && now >= p->give_up_ms)) {
+                ofi_peer_fail(tp, p);
+                continue;
+            }
+            if (rc == 1) {
+                ofi_tx_flush(tp, p);
+                ofi_rma_flush(tp, p);
+            }
+            continue;
+        }
+        if (p->bye_rx)
+            continue; /* it said goodbye: its exit is no failure */
+        if (tp->local_only) {
+            if (process_exited(p))
+                ofi_peer_fail(tp, p);
+        } else if (p->watched && !p->ping_out && p->credits > 0 && ofi_tx_idle(p) &&
+                   now >= p->last_heard_ms + OFI_PING_MS) {
+            p->ping_out = ofi_send_ctrl(tp, p, K_PING);
+            p->last_heard_ms = now;
+        }
+    }
+}

@@ -1,0 +1,180 @@
+/*
+ * ofi_fabric.c - choosing a provider and opening the libfabric objects.
+ *
+ * The provider is the first fi_getinfo offers for what we need (reliable
+ * datagrams, FI_MSG, in-order sends, and FI_RMA when it has it), unless
+ * XDEV_OFI_PROVIDER (or libfabric's own FI_PROVIDER) names one. Without
+ * a name, a high-speed provider is preferred to the ones that only layer
+ * over the host's sockets or shared memory, which xdev's own tcp and shm
+ * transports already cover at least as well.
+ *
+ * Registration: we tell fi_getinfo which mr_mode bits we can honour
+ * (FI_MR_LOCAL, FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_VIRT_ADDR,
+ * FI_MR_ENDPOINT) and register only what the chosen provider then asks for.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ofi.h"
+
+#define OFI_API FI_VERSION(1, 9)
+#define MR_MODES (FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ENDPOINT)
+#define RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* Core providers that only carry traffic over what xdev's own transports
+ * already use: "tcp;ofi_rxm" is tcp underneath, "udp;ofi_rxd" udp. */
+static const char *const slow_cores[] = { "tcp", "udp", "sockets", "shm", "net" };
+
+const char *ofi_strerror(int rc)
+{
+    return fi_strerror(rc < 0 ? -rc : rc);
+}
+
+static bool core_is(const char *prov, const char *core)
+{
+    size_t n = strcspn(prov, ";");
+    return strlen(core) == n && !strncmp(prov, core, n);
+}
+
+static bool is_fast(const struct fi_info *fi)
+{
+    const char *prov = fi->fabric_attr->prov_name;
+    for (size_t i = 0; i < sizeof slow_cores / sizeof slow_cores[0]; i++)
+        if (core_is(prov, slow_cores[i]))
+            return false;
+    return true;
+}
+
+static struct fi_info *get_list(bool rma)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    if (!hints)
+        return NULL;
+    hints->caps = FI_MSG | (rma ? RMA_CAPS : 0);
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    hints->domain_attr->mr_mode = MR_MODES;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN; /* the device lock serialises us */
+    const char *prov = getenv("XDEV_OFI_PROVIDER");
+    if (prov && *prov)
+        hints->fabric_attr->prov_name = strdup(prov);
+    if (fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list) != 0)
+        list = NULL;
+    fi_freeinfo(hints);
+    return list;
+}
+
+/* Named provider: the first offer. Otherwise a fast one if there is any.
+ * Offers that cannot gather a frame header and a payload are skipped. */
+static const struct fi_info *pick(const struct fi_info *list)
+{
+    const char *prov = getenv("XDEV_OFI_PROVIDER");
+    bool named = (prov && *prov) || getenv("FI_PROVIDER");
+    const struct fi_info *first = NULL;
+    for (const struct fi_info *fi = list; fi; fi = fi->next) {
+        if (fi->tx_attr->iov_limit < 2)
+            continue;
+        if (named || is_fast(fi))
+            return fi;
+        if (!first)
+            first = fi;
+    }
+    return first;
+}
+
+static bool rma_wanted(void)
+{
+    const char *v = getenv("XDEV_OFI_RMA");
+    return !v || strcmp(v, "off") != 0;
+}
+
+bool ofi_fast_network(void)
+{
+    struct fi_info *list = get_list(false);
+    bool fast = false;
+    for (const struct fi_info *fi = list; fi && !fast; fi = fi->next)
+        fast = is_fast(fi) && fi->tx_attr->iov_limit >= 2;
+    fi_freeinfo(list);
+    return fast;
+}
+
+static int rma_mode_of(const struct fi_info *fi)
+{
+    const char *v = getenv("XDEV_OFI_RMA");
+    if ((fi->caps & RMA_CAPS) != RMA_CAPS || fi->domain_attr->mr_key_size > 8 ||
+        (fi->domain_attr->mr_mode & FI_MR_RAW))
+        return XDEV_RNDZ_SEND;
+    if (v && !strcmp(v, "write"))
+        return XDEV_RNDZ_WRITE;
+    return XDEV_RNDZ_READ;
+}
+
+static int open_cq(xdev_tp_t *tp, size_t size)
+{
+    struct fi_cq_attr attr = {
+        .size = size,
+        .format = FI_CQ_FORMAT_MSG,
+        .wait_obj = FI_WAIT_FD,
+    };
+    tp->wait_fd = -1;
+    if (fi_cq_open(tp->domain, &attr, &tp->cq, NULL) == 0) {
+        if (fi_control(&tp->cq->fid, FI_GETWAIT, &tp->wait_fd) != 0)
+            tp->wait_fd = -1;
+        return XDEV_OK;
+    }
+    attr.wait_obj = FI_WAIT_NONE;
+    return fi_cq_open(tp->domain, &attr, &tp->cq, NULL) == 0 ? XDEV_OK : XDEV_ERR_INIT;
+}
+
+int ofi_fabric_open(xdev_tp_t *tp)
+{
+    const char *v = getenv("XDEV_OFI_RMA");
+    if (v && *v && strcmp(v, "off") && strcmp(v, "read") && strcmp(v, "write"))
+        return XDEV_ERR_INIT;
+    struct fi_info *list = rma_wanted() ? get_list(true) : NULL;
+    if (!list || !pick(list)) {
+        fi_freeinfo(list);
+        list = get_list(false);
+    }
+    const struct fi_info *fi = list ? pick(list) : NULL;
+    tp->info = fi ? fi_dupinfo(fi) : NULL;
+    fi_freeinfo(list);
+    if (!tp->info)
+        return XDEV_ERR_INIT;
+    fi = tp->info;
+    tp->mr_mode = fi->domain_attr->mr_mode;
+    tp->local_only = core_is(fi->fabric_attr->prov_name, "shm") ||
+                     ((fi->caps & FI_LOCAL_COMM) && !(fi->caps & FI_REMOTE_COMM));
+    tp->inject_max = fi->tx_attr->inject_size;
+    tp->rma_mode = rma_wanted() ? rma_mode_of(fi) : XDEV_RNDZ_SEND;
+    tp->rma_max = fi->ep_attr->max_msg_size < ((size_t)1 << 30) ? fi->ep_attr->max_msg_size
+                                                                 : ((size_t)1 << 30);
+    struct fi_av_attr av_attr = { .type = fi->domain_attr->av_type, .count = (size_t)tp->size };
+    if (fi_fabric(fi->fabric_attr, &tp->fabric, NULL) || fi_domain(tp->fabric, tp->info, &tp->domain, NULL) ||
+        open_cq(tp, tp->nrxbufs + tp->nctxs + 64) != XDEV_OK ||
+        fi_av_open(tp->domain, &av_attr, &tp->av, NULL) ||
+        fi_endpoint(tp->domain, tp->info, &tp->ep, NULL) || fi_ep_bind(tp->ep, &tp->av->fid, 0) ||
+        fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(tp->ep))
+        return XDEV_ERR_INIT;
+    return XDEV_OK;
+}
+
+void ofi_fabric_close(xdev_tp_t *tp)
+{
+    if (tp->ep)
+        fi_close(&tp->ep->fid);
+    if (tp->rx_mr)
+        fi_close(&tp->rx_mr->fid);
+    if (tp->ctx_mr)
+        fi_close(&tp->ctx_mr->fid);
+    if (tp->av)
+        fi_close(&tp->av->fid);
+    if (tp->cq)
+        fi_close(&tp->cq->fid);
+    if (tp->domain)
+        fi_close(&tp->domain->fid);
+    if (tp->fabric)
+        fi_close(&tp->fabric->fid);
+    fi_freeinfo(tp->info);
+}

@@ -1,0 +1,157 @@
+/*
+ * ofi_rma.c - the RMA seam: rendezvous data moved by fi_read / fi_write.
+ *
+ * The receiver reads the sender's exposed buffer by default (one control
+ * message fewer than a write); XDEV_OFI_RMA=write makes the sender write
+ * into the receiver's instead, and XDEV_OFI_RMA=off streams everything.
+ * Without FI_RMA in the provider every rendezvous is streamed.
+ *
+ * Registration: the exposed buffer is registered for the peer per message
+ * (fi_mr_reg with a key we choose, or the provider's with FI_MR_PROV_KEY;
+ * bound to the endpoint with FI_MR_ENDPOINT); its address on the wire is
+ * the virtual address with FI_MR_VIRT_ADDR, else an offset from 0. The
+ * local side of a transfer is registered only under FI_MR_LOCAL.
+ * Transfers larger than the provider's largest message go in pieces.
+ */
+#include <stdlib.h>
+#include "ofi.h"
+
+int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr)
+{
+    uint64_t key = (tp->mr_mode & FI_MR_PROV_KEY) ? 0 : ++tp->next_key;
+    if (fi_mr_reg(tp->domain, buf, len, access, 0, key, 0, mr, NULL) != 0)
+        return XDEV_ERR_SYSTEM;
+    if ((tp->mr_mode & FI_MR_ENDPOINT) &&
+        (fi_mr_bind(*mr, &tp->ep->fid, 0) != 0 || fi_mr_enable(*mr) != 0)) {
+        fi_close(&(*mr)->fid);
+        *mr = NULL;
+        return XDEV_ERR_SYSTEM;
+    }
+    return XDEV_OK;
+}
+
+int ofi_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
+{
+    (void)len;
+    return tp->peers[peer].failed ? XDEV_RNDZ_SEND : tp->rma_mode;
+}
+
+int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
+                   xdev_mem_t *mem)
+{
+    if (tp->rma_mode == XDEV_RNDZ_SEND || tp->peers[peer].failed)
+        return XDEV_ERR_SYSTEM;
+    struct fid_mr *mr;
+    uint64_t access = FI_REMOTE_READ | (remote_write ? FI_REMOTE_WRITE : 0);
+    int rc = ofi_mr_local(tp, buf, len, access, &mr);
+    if (rc != XDEV_OK)
+        return rc;
+    uint64_t key = fi_mr_key(mr);
+    if (key == FI_KEY_NOTAVAIL) {
+        fi_close(&mr->fid);
+        return XDEV_ERR_SYSTEM;
+    }
+    *mem = (xdev_mem_t){
+        .addr = (tp->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0,
+        .key = key,
+        .handle = mr,
+    };
+    return XDEV_OK;
+}
+
+void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem)
+{
+    (void)tp;
+    if (mem->handle)
+        fi_close(&((struct fid_mr *)mem->handle)->fid);
+    mem->handle = NULL;
+}
+
+/* Post the next piece of m's transfer. */
+static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
+{
+    xdev_rmaop_t *op = m->rma;
+    ofi_ctx_t *c = ofi_ctx_get(tp);
+    if (!c)
+        return -FI_EAGAIN;
+    size_t n = op->len - m->posted;
+    if (n > tp->rma_max)
+        n = tp->rma_max;
+    c->msg = m;
+    c->peer = p->rank;
+    c->kind = 0;
+    char *local = (char *)op->local + m->posted;
+    uint64_t remote = op->remote_addr + m->posted;
+    void *desc = ofi_mr_desc(m->mr);
+    int rc = op->write ? (int)fi_write(tp->ep, local, n, desc, p->addr, remote, op->remote_key, c)
+                       : (int)fi_read(tp->ep, local, n, desc, p->addr, remote, op->remote_key, c);
+    if (rc != 0) {
+        ofi_ctx_put(tp, c);
+        return rc;
+    }
+    m->started = true;
+    m->pending++;
+    m->posted += n;
+    m->all_posted = m->posted == op->len;
+    return 0;
+}
+
+/* Post queued transfers in order. No callbacks: runs inside ofi_rma too. */
+void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    while (p->rmaq_head && !p->failed && !p->broken) {
+        ofi_msg_t *m = p->rmaq_head;
+        int rc = post_piece(tp, p, m);
+        if (rc == -FI_EAGAIN) {
+            ofi_service_later(tp, p);
+            return;
+        }
+        if (rc != 0) {
+            p->broken = true;
+            ofi_service_later(tp, p);
+            return;
+        }
+        if (m->all_posted) {
+            p->rmaq_head = m->qnext;
+            if (!p->rmaq_head)
+                p->rmaq_tail = NULL;
+        }
+    }
+}
+
+int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
+{
+    ofi_peer_t *p = &tp->peers[peer];
+    if (p->failed || p->broken || ofi_resolve(tp, p) != 1)
+        return XDEV_ERR_PEER;
+    if (!op->len)
+        return 1;
+    ofi_msg_t *m = ofi_msg_new(tp, p);
+    if (!m)
+        return XDEV_ERR_NOMEM;
+    if ((tp->mr_mode & FI_MR_LOCAL) &&
+        ofi_mr_local(tp, op->local, op->len, op->write ? FI_WRITE : FI_READ, &m->mr) != XDEV_OK) {
+        ofi_msg_free(tp, p, m);
+        return XDEV_ERR_SYSTEM;
+    }
+    m->rma = op;
+    p->active = true;
+    if (!p->rmaq_head) {
+        /* Nothing ahead of it: a failure to post the first piece means
+         * nothing moved, and the core streams the message instead. */
+        int rc = post_piece(tp, p, m);
+        if (rc != 0 && rc != -FI_EAGAIN) {
+            ofi_msg_free(tp, p, m);
+            return XDEV_ERR_SYSTEM;
+        }
+        if (m->all_posted)
+            return 0;
+    }
+    if (p->rmaq_tail)
+        p->rmaq_tail->qnext = m;
+    else
+        p->rmaq_head = m;
+    p->rmaq_tail = m;
+    ofi_rma_flush(tp, p);
+    return 0;
+}

@@ -1,0 +1,331 @@
+/*
+ * ofi_tx.c - sending: per-peer queues, fragments, credits, control frames.
+ *
+ * A send to an idle peer that fits the provider's inject size leaves at
+ * once with fi_inject and is done before ofi_send returns. Anything else
+ * is queued; the peer's messages are cut into frames of at most one
+ * receive buffer (ofi.h), each posted with fi_sendv straight from the
+ * caller's payload (a two-entry iov: frame header and head from the
+ * context, then the payload slice), as long as the peer has credits.
+ * A message is handed back once every frame's completion is in.
+ *
+ * Control frames: CREDIT (injected, no completion needed), PING and BYE
+ * (posted with a context: their completion is the point).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ofi.h"
+
+#define INJECT_BUF 4096
+
+ofi_ctx_t *ofi_ctx_get(xdev_tp_t *tp)
+{
+    ofi_ctx_t *c = tp->free_ctx;
+    if (c)
+        tp->free_ctx = c->next_free;
+    return c;
+}
+
+void ofi_ctx_put(xdev_tp_t *tp, ofi_ctx_t *c)
+{
+    c->next_free = tp->free_ctx;
+    tp->free_ctx = c;
+}
+
+void *ofi_mr_desc(struct fid_mr *mr)
+{
+    return mr ? fi_mr_desc(mr) : NULL;
+}
+
+ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    (void)tp;
+    ofi_msg_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->peer = p->rank;
+    m->next = p->inflight;
+    if (p->inflight)
+        p->inflight->prev = m;
+    p->inflight = m;
+    return m;
+}
+
+void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
+{
+    (void)tp;
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        p->inflight = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    if (m->mr)
+        fi_close(&m->mr->fid);
+    free(m);
+}
+
+bool ofi_tx_idle(const ofi_peer_t *p)
+{
+    return !p->txq_head && !p->inflight && !p->nctl;
+}
+
+/* Frame header for the next frame to p; the credits it returns are
+ * taken from p->owed only once the frame is posted (commit). */
+static unsigned put_hdr(xdev_tp_t *tp, ofi_peer_t *p, uint8_t *b, uint8_t kind)
+{
+    unsigned n = p->owed < 0xffff ? p->owed : 0xffff;
+    b[0] = kind;
+    b[1] = p->tx_seq;
+    b[2] = (uint8_t)n;
+    b[3] = (uint8_t)(n >> 8);
+    xdev_put_le32(b + 4, (uint32_t)tp->rank);
+    return n;
+}
+
+static void commit(ofi_peer_t *p, unsigned credits_returned, bool takes_credit)
+{
+    p->tx_seq++;
+    p->owed -= credits_returned;
+    if (takes_credit)
+        p->credits--;
+}
+
+/* Small message to an idle peer: one injected frame, done at once. */
+static int try_inject(xdev_tp_t *tp, ofi_peer_t *p, xdev_txop_t *op)
+{
+    size_t total = OFI_HDR + op->head_len + op->payload_len;
+    if (total > tp->inject_max || total > INJECT_BUF)
+        return -FI_EAGAIN;
+    uint8_t b[INJECT_BUF];
+    unsigned n = put_hdr(tp, p, b, K_WHOLE);
+    memcpy(b + OFI_HDR, xdev_txop_head(op), op->head_len);
+    if (op->payload_len)
+        memcpy(b + OFI_HDR + op->head_len, op->payload, op->payload_len);
+    int rc = (int)fi_inject(tp->ep, b, total, p->addr);
+    if (rc == 0)
+        commit(p, n, true);
+    return rc;
+}
+
+/* Post the next frame of m (its op's message). */
+static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
+{
+    xdev_txop_t *op = m->op;
+    ofi_ctx_t *c = ofi_ctx_get(tp);
+    if (!c)
+        return -FI_EAGAIN;
+    size_t blen, n;
+    unsigned credits;
+    if (!m->started) {
+        bool whole = OFI_HDR + op->head_len + op->payload_len <= OFI_BUF_BYTES;
+        size_t hdr = whole ? OFI_HDR : OFI_FIRST_HDR;
+        credits = put_hdr(tp, p, c->bytes, whole ? K_WHOLE : K_FIRST);
+        if (!whole)
+            xdev_put_le64(c->bytes + OFI_HDR, op->payload_len);
+        memcpy(c->bytes + hdr, xdev_txop_head(op), op->head_len);
+        blen = hdr + op->head_len;
+        n = OFI_BUF_BYTES - blen;
+    } else {
+        credits = put_hdr(tp, p, c->bytes, K_MORE);
+        blen = OFI_HDR;
+        n = OFI_BUF_BYTES - OFI_HDR;
+    }
+    size_t left = op->payload_len - m->posted;
+    if (n > left)
+        n = left;
+    struct iovec iov[2] = {
+        { .iov_base = c->bytes, .iov_len = blen },
+        { .iov_base = (char *)op->payload + m->posted, .iov_len = n },
+    };
+    void *desc[2] = { tp->ctx_desc, ofi_mr_desc(m->mr) };
+    c->msg = m;
+    c->peer = p->rank;
+    c->kind = 0;
+    int rc = (int)fi_sendv(tp->ep, iov, desc, n ? 2 : 1, p->addr, c);
+    if (rc != 0) {
+        ofi_ctx_put(tp, c);
+        return rc;
+    }
+    commit(p, credits, true);
+    m->started = true;
+    m->pending++;
+    m->posted += n;
+    m->all_posted = m->posted == op->payload_len;
+    return 0;
+}
+
+/* Start the message of the next queued op. */
+static bool start_next(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    xdev_txop_t *op = p->txq_head;
+    ofi_msg_t *m = ofi_msg_new(tp, p);
+    if (!m)
+        return false;
+    if ((tp->mr_mode & FI_MR_LOCAL) && op->payload_len &&
+        ofi_mr_local(tp, (void *)op->payload, op->payload_len, FI_SEND, &m->mr) != XDEV_OK) {
+        ofi_msg_free(tp, p, m);
+        return false;
+    }
+    p->txq_head = op->next;
+    if (!p->txq_head)
+        p->txq_tail = NULL;
+    op->next = NULL;
+    m->op = op;
+    p->cur = m;
+    return true;
+}
+
+/* Post what credits, contexts and the provider allow. No callbacks here:
+ * this runs inside ofi_send too. */
+void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (!p->resolved || p->failed || p->broken)
+        return;
+    while (p->credits > 0) {
+        if (!p->cur && (!p->txq_head || !start_next(tp, p)))
+            break;
+        int rc = post_frame(tp, p, p->cur);
+        if (rc == -FI_EAGAIN) {
+            ofi_service_later(tp, p); /* a context or the provider frees up */
+            break;
+        }
+        if (rc != 0) {
+            p->broken = true;
+            ofi_service_later(tp, p);
+            break;
+        }
+        if (p->cur->all_posted)
+            p->cur = NULL;
+    }
+}
+
+int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    ofi_peer_t *p = &tp->peers[peer];
+    if (p->failed)
+        return XDEV_ERR_PEER;
+    op->next = NULL;
+    op->sent = 0;
+    op->prefix_len = 0;
+    p->active = true;
+    if (!p->resolved) {
+        int rc = ofi_resolve(tp, p);
+        if (rc < 0) {
+            p->broken = true;
+            ofi_service_later(tp, p);
+        } else if (rc == 0 && !p->give_up_ms) {
+            p->give_up_ms = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
+        }
+    }
+    if (p->resolved && !p->broken && !p->txq_head && !p->cur && p->credits > 0) {
+        int rc = try_inject(tp, p, op);
+        if (rc == 0)
+            return 1;
+        if (rc != -FI_EAGAIN) {
+            p->broken = true;
+            ofi_service_later(tp, p);
+        }
+    }
+    if (p->txq_tail)
+        p->txq_tail->next = op;
+    else
+        p->txq_head = op;
+    p->txq_tail = op;
+    ofi_tx_flush(tp, p);
+    return 0;
+}
+
+/* A control frame to p. Returns true once it is posted. */
+bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind)
+{
+    if (!p->resolved || p->failed || p->broken)
+        return false;
+    bool takes_credit = kind == K_PING;
+    if (kind == K_CREDIT && tp->inject_max >= OFI_HDR) {
+        uint8_t b[OFI_HDR];
+        unsigned n = put_hdr(tp, p, b, kind);
+        if (fi_inject(tp->ep, b, OFI_HDR, p->addr) != 0)
+            return false;
+        commit(p, n, false);
+        return true;
+    }
+    ofi_ctx_t *c = ofi_ctx_get(tp);
+    if (!c)
+        return false;
+    unsigned n = put_hdr(tp, p, c->bytes, kind);
+    c->msg = NULL;
+    c->peer = p->rank;
+    c->kind = kind;
+    if (fi_send(tp->ep, c->bytes, OFI_HDR, tp->ctx_desc, p->addr, c) != 0) {
+        ofi_ctx_put(tp, c);
+        return false;
+    }
+    commit(p, n, takes_credit);
+    p->nctl++;
+    return true;
+}
+
+/* The completion (or error) of something posted with a context. */
+void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
+{
+    ofi_peer_t *p = &tp->peers[c->peer];
+    ofi_msg_t *m = c->msg;
+    uint8_t kind = c->kind;
+    ofi_ctx_put(tp, c);
+    if (!m) {
+        p->nctl--;
+        if (kind == K_PING)
+            p->ping_out = false;
+        if (kind == K_BYE)
+            p->bye_done = ok;
+    } else {
+        m->pending--;
+    }
+    if (!ok && !p->failed) {
+        ofi_peer_fail(tp, p); /* hands back m's op, and frees m if it is done */
+        return;
+    }
+    if (ok && m && m->pending == 0 && m->all_posted && (m->op || m->rma)) {
+        xdev_txop_t *op = m->op;
+        xdev_rmaop_t *rma = m->rma;
+        ofi_msg_free(tp, p, m);
+        if (op)
+            xdev_core_tx_done(tp->dev, op, XDEV_OK);
+        else
+            xdev_core_rma_done(tp->dev, rma, XDEV_OK);
+        return;
+    }
+    /* handed back already: only the memory is left */
+    if (m && m->pending == 0 && !m->op && !m->rma)
+        ofi_msg_free(tp, p, m);
+}
+
+/* p failed: hand back everything queued or in flight for it. Messages the
+ * provider still holds contexts of stay until those complete. */
+void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    xdev_txop_t *q = p->txq_head;
+    p->txq_head = p->txq_tail = NULL;
+    p->cur = NULL;
+    p->rmaq_head = p->rmaq_tail = NULL;
+    ofi_msg_t *next;
+    for (ofi_msg_t *m = p->inflight; m; m = next) {
+        next = m->next;
+        xdev_txop_t *op = m->op;
+        xdev_rmaop_t *rma = m->rma;
+        m->op = NULL;
+        m->rma = NULL;
+        if (m->pending == 0)
+            ofi_msg_free(tp, p, m);
+        if (op)
+            xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+        if (rma)
+            xdev_core_rma_done(tp->dev, rma, XDEV_ERR_PEER);
+    }
+    while (q) {
+        xdev_txop_t *op = q;
+        q = op->next;
+        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+    }
+}
