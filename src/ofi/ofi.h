@@ -52,7 +52,6 @@
 #define OFI_RX_BATCH 32
 #define OFI_EARLY_MAX 64     /* frames a peer may be ahead (> credits + reserve) */
 #define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
-#define OFI_LIVENESS_MS 20   /* local-only providers: peers' pids checked */
 #define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
 #define OFI_ADDR_MAX 256
 
@@ -117,7 +116,9 @@ typedef struct ofi_peer {
     bool ping_out;        /* a ping awaits its completion */
     fi_addr_t addr;
     size_t eager_limit;
-    int pid, pidfd;       /* local-only providers: its process */
+    bool same_pids;       /* its pid names its process here */
+    int pid, pidfd;
+    uint64_t ping_ms;     /* when the ping out was sent */
     uint64_t give_up_ms;  /* unresolvable after this means dead */
     uint64_t last_heard_ms;
     /* sending */
@@ -156,7 +157,8 @@ struct xdev_tp {
     struct fid_cq *cq;
     int wait_fd;          /* -1: the provider has no FI_WAIT_FD */
     uint64_t mr_mode;
-    bool local_only;      /* the provider reaches this host only: liveness by pid */
+    bool local_only;      /* the provider reaches this host only */
+    char pid_space[128];  /* ofi_addr.c */
     size_t inject_max;
     size_t rma_max;       /* largest single RMA op */
     int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */

@@ -8,10 +8,13 @@
  * wait; a peer that stays unpublished for the peer timeout is dead.
  *
  * Death: an error completion for anything sent to a peer fails it (ofi.c).
- * A peer we only wait for has nothing of ours in flight, so once watched
- * and silent for OFI_PING_MS it gets a PING, whose completion says whether
- * it is still there. A provider that reaches this host only (shm) may
- * never report a dead peer at all: there the peer's pid is watched.
+ * But a provider may say nothing at all: shm never notices a dead peer,
+ * and tcp;ofi_rxm keeps a send to one queued while it redials. So a peer
+ * whose pids we share (same kernel boot and PID namespace, published
+ * beside the address) is watched by its pid; any other peer we talk to or
+ * wait on gets a PING after OFI_PING_MS of silence, and is dead when the
+ * ping fails or is not complete within the peer timeout. (A ping needs no
+ * progress from the peer's process, only from its provider and NIC.)
  */
 #include <poll.h>
 #include <stdio.h>
@@ -23,14 +26,32 @@
 #include <signal.h>
 #include "ofi.h"
 
+/* Where a pid means the same process: this kernel's boot and our PID
+ * namespace. Peers that share it are watched by pid whatever the provider. */
+static void pid_space(char *out, size_t cap)
+{
+    char boot[64] = "", ns[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f))
+            boot[0] = '\0';
+        fclose(f);
+    }
+    boot[strcspn(boot, "\n")] = '\0';
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    ns[n > 0 ? n : 0] = '\0';
+    snprintf(out, cap, "%s/%s", boot[0] ? boot : "-", ns[0] ? ns : "-");
+}
+
 int ofi_addr_publish(xdev_tp_t *tp)
 {
     uint8_t name[OFI_ADDR_MAX];
     size_t len = sizeof name;
     if (fi_getname(&tp->ep->fid, name, &len) != 0)
         return XDEV_ERR_INIT;
-    char s[2 * OFI_ADDR_MAX + 64];
-    int n = snprintf(s, sizeof s, "%zu %d ", tp->eager_limit, (int)getpid());
+    pid_space(tp->pid_space, sizeof tp->pid_space);
+    char s[2 * OFI_ADDR_MAX + 200];
+    int n = snprintf(s, sizeof s, "%zu %d %s ", tp->eager_limit, (int)getpid(), tp->pid_space);
     for (size_t i = 0; i < len; i++)
         n += snprintf(s + n, sizeof s - (size_t)n, "%02x", name[i]);
     return xdev_boot_publish(tp->dev, "ofi", s);
@@ -50,13 +71,13 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
 {
     if (p->resolved)
         return 1;
-    char s[2 * OFI_ADDR_MAX + 64];
+    char s[2 * OFI_ADDR_MAX + 200], space[sizeof tp->pid_space];
     int rc = xdev_boot_lookup(tp->dev, p->rank, "ofi", s, sizeof s);
     if (rc <= 0)
         return rc < 0 ? XDEV_ERR_PEER : 0;
     unsigned long long limit;
     int pid, off = 0;
-    if (sscanf(s, "%llu %d %n", &limit, &pid, &off) != 2 || !off)
+    if (sscanf(s, "%llu %d %127s %n", &limit, &pid, space, &off) != 3 || !off)
         return XDEV_ERR_PEER;
     const char *hex = s + off;
     size_t hexlen = strcspn(hex, " \n");
@@ -73,7 +94,8 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
         return XDEV_ERR_PEER;
     p->eager_limit = (size_t)limit;
     p->pid = pid;
-    if (tp->local_only)
+    p->same_pids = tp->local_only || !strcmp(space, tp->pid_space);
+    if (p->same_pids)
         p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     p->resolved = true;
     ofi_service_later(tp, p); /* sends may wait for the address */
@@ -117,13 +139,17 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
         }
         if (p->bye_rx)
             continue; /* it said goodbye: its exit is no failure */
-        if (tp->local_only) {
+        if (p->same_pids) {
             if (process_exited(p))
                 ofi_peer_fail(tp, p);
-        } else if (p->watched && !p->ping_out && p->credits > 0 && ofi_tx_idle(p) &&
+        } else if (p->ping_out) {
+            /* an unreachable peer's provider may retry forever */
+            if (now >= p->ping_ms + (uint64_t)tp->peer_timeout_ms)
+                ofi_peer_fail(tp, p);
+        } else if ((p->watched || p->active) && p->credits > 0 &&
                    now >= p->last_heard_ms + OFI_PING_MS) {
             p->ping_out = ofi_send_ctrl(tp, p, K_PING);
-            p->last_heard_ms = now;
+            p->ping_ms = now;
         }
     }
 }
