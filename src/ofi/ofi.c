@@ -172,6 +172,7 @@ static void ofi_close(xdev_tp_t *tp)
         p->failed = true; /* sends from inside tx_done now fail at once */
         ofi_tx_fail_all(tp, p);
     }
+    ofi_mem_release_all(tp);
     ofi_fabric_close(tp); /* the endpoint first: nothing completes after it */
     for (int r = 0; r < tp->size && tp->peers; r++) {
         ofi_peer_t *p = &tp->peers[r];

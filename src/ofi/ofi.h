@@ -93,6 +93,12 @@ typedef struct ofi_msg {
     struct ofi_msg *qnext;       /* an rma message's place in the peer's rmaq */
 } ofi_msg_t;
 
+/* A buffer exposed to a peer (xdev_mem_t.handle). */
+typedef struct ofi_exposure {
+    struct ofi_exposure *prev, *next;
+    struct fid_mr *mr;
+} ofi_exposure_t;
+
 /* One posted operation's context. */
 typedef struct ofi_ctx {
     struct fi_context2 fctx;     /* first */
@@ -163,6 +169,7 @@ struct xdev_tp {
     size_t rma_max;       /* largest single RMA op */
     int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */
     uint64_t next_key;    /* requested MR keys, without FI_MR_PROV_KEY */
+    ofi_exposure_t *exposed;
     /* pools */
     ofi_rxbuf_t *rxbufs;
     size_t nrxbufs;
@@ -221,6 +228,7 @@ int ofi_rndz_mode(xdev_tp_t *tp, int peer, size_t len);
 int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
                    xdev_mem_t *mem);
 void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
+void ofi_mem_release_all(xdev_tp_t *tp);
 int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
 void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p);
 int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr);

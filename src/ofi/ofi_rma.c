@@ -41,30 +41,55 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
 {
     if (tp->rma_mode == XDEV_RNDZ_SEND || tp->peers[peer].failed)
         return XDEV_ERR_SYSTEM;
-    struct fid_mr *mr;
+    ofi_exposure_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return XDEV_ERR_NOMEM;
     uint64_t access = FI_REMOTE_READ | (remote_write ? FI_REMOTE_WRITE : 0);
-    int rc = ofi_mr_local(tp, buf, len, access, &mr);
-    if (rc != XDEV_OK)
-        return rc;
-    uint64_t key = fi_mr_key(mr);
+    int rc = ofi_mr_local(tp, buf, len, access, &x->mr);
+    uint64_t key = rc == XDEV_OK ? fi_mr_key(x->mr) : FI_KEY_NOTAVAIL;
     if (key == FI_KEY_NOTAVAIL) {
-        fi_close(&mr->fid);
+        if (x->mr)
+            fi_close(&x->mr->fid);
+        free(x);
         return XDEV_ERR_SYSTEM;
     }
+    x->next = tp->exposed;
+    if (tp->exposed)
+        tp->exposed->prev = x;
+    tp->exposed = x;
     *mem = (xdev_mem_t){
         .addr = (tp->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0,
         .key = key,
-        .handle = mr,
+        .handle = x,
     };
     return XDEV_OK;
 }
 
+static void unexpose(xdev_tp_t *tp, ofi_exposure_t *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        tp->exposed = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    fi_close(&x->mr->fid);
+    free(x);
+}
+
 void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem)
 {
-    (void)tp;
     if (mem->handle)
-        fi_close(&((struct fid_mr *)mem->handle)->fid);
+        unexpose(tp, mem->handle);
     mem->handle = NULL;
+}
+
+/* Close: exposures of requests the caller abandoned are ended here, or
+ * the domain could not close. */
+void ofi_mem_release_all(xdev_tp_t *tp)
+{
+    while (tp->exposed)
+        unexpose(tp, tp->exposed);
 }
 
 /* Post the next piece of m's transfer. */
