@@ -246,12 +246,12 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
         for (int r = 0; r < params->size; r++)
             tp->peers[r].credits = tp->credits;
         rc = ofi_fabric_open(tp);
-        if (rc == XDEV_OK)
-            rc = open_ctxs(tp);
-        if (rc == XDEV_OK)
-            rc = ofi_rx_pool_open(tp);
-        if (rc == XDEV_OK)
-            rc = ofi_addr_publish(tp);
+        if (rc == XDEV_OK && (rc = open_ctxs(tp)) != XDEV_OK)
+            ofi_say("registering the send contexts failed");
+        if (rc == XDEV_OK && (rc = ofi_rx_pool_open(tp)) != XDEV_OK)
+            ofi_say("posting %zu receive buffers failed", tp->nrxbufs);
+        if (rc == XDEV_OK && (rc = ofi_addr_publish(tp)) != XDEV_OK)
+            ofi_say("publishing the endpoint name failed");
     }
     if (rc != XDEV_OK) {
         ofi_close(tp);

@@ -194,6 +194,7 @@ int ofi_fabric_open(xdev_tp_t *tp);
 void ofi_fabric_close(xdev_tp_t *tp);
 bool ofi_fast_network(void);
 const char *ofi_strerror(int rc);
+void ofi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ofi_addr.c */
 int ofi_addr_publish(xdev_tp_t *tp);

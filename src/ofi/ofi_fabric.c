@@ -12,6 +12,8 @@
  * (FI_MR_LOCAL, FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_VIRT_ADDR,
  * FI_MR_ENDPOINT) and register only what the chosen provider then asks for.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ofi.h"
@@ -23,6 +25,20 @@
 /* Core providers that only carry traffic over what xdev's own transports
  * already use: "tcp;ofi_rxm" is tcp underneath, "udp;ofi_rxd" udp. */
 static const char *const slow_cores[] = { "tcp", "udp", "sockets", "shm", "net" };
+
+/* Why open failed, on stderr, only when XDEV_OFI_VERBOSE asks for it. */
+void ofi_say(const char *fmt, ...)
+{
+    const char *v = getenv("XDEV_OFI_VERBOSE");
+    if (!v || !*v || !strcmp(v, "0"))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("xdev ofi: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
 
 const char *ofi_strerror(int rc)
 {
@@ -140,8 +156,11 @@ int ofi_fabric_open(xdev_tp_t *tp)
     const struct fi_info *fi = list ? pick(list) : NULL;
     tp->info = fi ? fi_dupinfo(fi) : NULL;
     fi_freeinfo(list);
-    if (!tp->info)
+    if (!tp->info) {
+        ofi_say("fi_getinfo offers no provider with FI_EP_RDM, FI_MSG and FI_ORDER_SAS%s",
+                getenv("XDEV_OFI_PROVIDER") ? " (XDEV_OFI_PROVIDER set)" : "");
         return XDEV_ERR_INIT;
+    }
     fi = tp->info;
     tp->mr_mode = fi->domain_attr->mr_mode;
     tp->local_only = core_is(fi->fabric_attr->prov_name, "shm") ||
@@ -151,13 +170,25 @@ int ofi_fabric_open(xdev_tp_t *tp)
     tp->rma_max = fi->ep_attr->max_msg_size < ((size_t)1 << 30) ? fi->ep_attr->max_msg_size
                                                                  : ((size_t)1 << 30);
     struct fi_av_attr av_attr = { .type = fi->domain_attr->av_type, .count = (size_t)tp->size };
-    if (fi_fabric(fi->fabric_attr, &tp->fabric, NULL) || fi_domain(tp->fabric, tp->info, &tp->domain, NULL) ||
-        open_cq(tp, tp->nrxbufs + tp->nctxs + 64) != XDEV_OK ||
-        fi_av_open(tp->domain, &av_attr, &tp->av, NULL) ||
-        fi_endpoint(tp->domain, tp->info, &tp->ep, NULL) || fi_ep_bind(tp->ep, &tp->av->fid, 0) ||
-        fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(tp->ep))
-        return XDEV_ERR_INIT;
-    return XDEV_OK;
+    const char *step = "fi_fabric";
+    int rc = fi_fabric(fi->fabric_attr, &tp->fabric, NULL);
+    if (!rc && (step = "fi_domain"))
+        rc = fi_domain(tp->fabric, tp->info, &tp->domain, NULL);
+    if (!rc && (step = "fi_cq_open"))
+        rc = open_cq(tp, tp->nrxbufs + tp->nctxs + 64) == XDEV_OK ? 0 : -FI_EINVAL;
+    if (!rc && (step = "fi_av_open"))
+        rc = fi_av_open(tp->domain, &av_attr, &tp->av, NULL);
+    if (!rc && (step = "fi_endpoint"))
+        rc = fi_endpoint(tp->domain, tp->info, &tp->ep, NULL);
+    if (!rc && (step = "fi_ep_bind"))
+        rc = fi_ep_bind(tp->ep, &tp->av->fid, 0);
+    if (!rc)
+        rc = fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (!rc && (step = "fi_enable"))
+        rc = fi_enable(tp->ep);
+    if (rc)
+        ofi_say("%s on %s: %s", step, fi->fabric_attr->prov_name, ofi_strerror(rc));
+    return rc ? XDEV_ERR_INIT : XDEV_OK;
 }
 
 void ofi_fabric_close(xdev_tp_t *tp)

@@ -22,7 +22,10 @@ mkdir -p "$LOGS"
 : >"$R/results"
 : >"$R/bench.txt"
 PROV="verbs;ofi_rxm"
-export XDEV_TRANSPORT=ofi XDEV_OFI_PROVIDER=$PROV
+export XDEV_TRANSPORT=ofi XDEV_OFI_PROVIDER=$PROV XDEV_OFI_VERBOSE=1
+# rxe0 sits on lo: the verbs provider looks for its IP interface by this
+# name prefix (default "ib") when it opens a domain through rdma_cm.
+export FI_VERBS_IFACE=${FI_VERBS_IFACE:-lo}
 XDEVRUN=$BUILD/src/tools/xdevrun
 nfail=0
 
@@ -45,7 +48,7 @@ run() {
 }
 
 [ -x "$XDEVRUN" ] || { result FAIL build "no $XDEVRUN"; exit 1; }
-run fi_info 30 fi_info -p "$PROV" -t FI_EP_RDM
+run fi_info 30 fi_info -v -p "$PROV" -t FI_EP_RDM
 for c in matching truncate issend peek self stress; do
     run "conformance-np2-$c" 150 "$XDEVRUN" -n 2 --timeout 140 "$BUILD/test/conformance/xdev-conformance" "$c"
 done
