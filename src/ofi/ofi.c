@@ -172,8 +172,10 @@ static void ofi_close(xdev_tp_t *tp)
         p->failed = true; /* sends from inside tx_done now fail at once */
         ofi_tx_fail_all(tp, p);
     }
+    if (tp->ep)
+        fi_close(&tp->ep->fid); /* first: nothing completes after it */
+    tp->ep = NULL;
     ofi_mem_release_all(tp);
-    ofi_fabric_close(tp); /* the endpoint first: nothing completes after it */
     for (int r = 0; r < tp->size && tp->peers; r++) {
         ofi_peer_t *p = &tp->peers[r];
         while (p->inflight)
@@ -181,6 +183,8 @@ static void ofi_close(xdev_tp_t *tp)
         if (p->pidfd >= 0)
             close(p->pidfd);
     }
+    xdev_regcache_close(tp->regcache); /* its registrations before the domain */
+    ofi_fabric_close(tp);
     ofi_rx_pool_close(tp);
     free(tp->ctxs);
     free(tp->peers);
@@ -246,6 +250,8 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
         for (int r = 0; r < params->size; r++)
             tp->peers[r].credits = tp->credits;
         rc = ofi_fabric_open(tp);
+        if (rc == XDEV_OK && (rc = ofi_regcache_open(tp)) != XDEV_OK)
+            ofi_say("the registration cache could not open (XDEV_REGCACHE)");
         if (rc == XDEV_OK && (rc = open_ctxs(tp)) != XDEV_OK)
             ofi_say("registering the send contexts failed");
         if (rc == XDEV_OK && (rc = ofi_rx_pool_open(tp)) != XDEV_OK)

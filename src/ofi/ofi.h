@@ -39,6 +39,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <stdbool.h>
+#include "../core/regcache.h"
 #include "../core/transport.h"
 
 #define OFI_HDR 8            /* frame header */
@@ -84,7 +85,7 @@ typedef struct ofi_msg {
     struct ofi_msg *prev, *next; /* the peer's in-flight list */
     xdev_txop_t *op;             /* NULL once handed back early (peer failed) */
     xdev_rmaop_t *rma;
-    struct fid_mr *mr;           /* local registration (FI_MR_LOCAL) */
+    xdev_reg_t *reg;             /* local registration (FI_MR_LOCAL) */
     size_t posted;               /* bytes posted so far */
     unsigned pending;            /* posted, not completed */
     bool started;                /* its first frame is posted */
@@ -96,7 +97,7 @@ typedef struct ofi_msg {
 /* A buffer exposed to a peer (xdev_mem_t.handle). */
 typedef struct ofi_exposure {
     struct ofi_exposure *prev, *next;
-    struct fid_mr *mr;
+    xdev_reg_t *reg;
 } ofi_exposure_t;
 
 /* One posted operation's context. */
@@ -170,6 +171,7 @@ struct xdev_tp {
     int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */
     uint64_t next_key;    /* requested MR keys, without FI_MR_PROV_KEY */
     ofi_exposure_t *exposed;
+    xdev_regcache_t *regcache; /* user buffers: exposed, and FI_MR_LOCAL ones */
     /* pools */
     ofi_rxbuf_t *rxbufs;
     size_t nrxbufs;
@@ -211,6 +213,8 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok);
 ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m);
 void *ofi_mr_desc(struct fid_mr *mr);
+void *ofi_reg_desc(const xdev_reg_t *reg);
+int ofi_regcache_open(xdev_tp_t *tp);
 void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p);
 bool ofi_tx_idle(const ofi_peer_t *p);
 

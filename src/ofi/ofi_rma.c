@@ -14,6 +14,7 @@
  * Transfers larger than the provider's largest message go in pieces.
  */
 #include <stdlib.h>
+#include <string.h>
 #include "ofi.h"
 
 int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr)
@@ -30,6 +31,45 @@ int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct f
     return XDEV_OK;
 }
 
+static int reg_user(void *ctx, void *addr, size_t len, xdev_reg_t *r)
+{
+    xdev_tp_t *tp = ctx;
+    struct fid_mr *mr;
+    uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    if (ofi_mr_local(tp, addr, len, access, &mr) != XDEV_OK)
+        return XDEV_ERR_SYSTEM;
+    uint64_t key = fi_mr_key(mr);
+    if (key == FI_KEY_NOTAVAIL) {
+        fi_close(&mr->fid);
+        return XDEV_ERR_SYSTEM;
+    }
+    r->handle = mr;
+    r->lkey = (uint64_t)(uintptr_t)fi_mr_desc(mr);
+    r->rkey = key;
+    return XDEV_OK;
+}
+
+static void dereg_user(void *ctx, xdev_reg_t *r)
+{
+    (void)ctx;
+    fi_close(&((struct fid_mr *)r->handle)->fid);
+}
+
+/* User buffers are registered through the core's cache (XDEV_REGCACHE):
+ * one registration, with every access, serves a buffer's sends, reads,
+ * writes and exposures, and is kept for its next use while the kernel
+ * says the memory is still there. */
+int ofi_regcache_open(xdev_tp_t *tp)
+{
+    if (tp->rma_mode == XDEV_RNDZ_SEND && !(tp->mr_mode & FI_MR_LOCAL))
+        return XDEV_OK; /* nothing of the user's is ever registered */
+    int mode = xdev_regcache_mode_from_env(getenv("XDEV_REGCACHE"));
+    if (mode < 0)
+        return XDEV_ERR_INIT;
+    xdev_regcache_params_t p = { .reg = reg_user, .dereg = dereg_user, .ctx = tp, .mode = mode };
+    return xdev_regcache_open(&p, &tp->regcache);
+}
+
 int ofi_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     (void)len;
@@ -44,22 +84,21 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
     ofi_exposure_t *x = calloc(1, sizeof *x);
     if (!x)
         return XDEV_ERR_NOMEM;
-    uint64_t access = FI_REMOTE_READ | (remote_write ? FI_REMOTE_WRITE : 0);
-    int rc = ofi_mr_local(tp, buf, len, access, &x->mr);
-    uint64_t key = rc == XDEV_OK ? fi_mr_key(x->mr) : FI_KEY_NOTAVAIL;
-    if (key == FI_KEY_NOTAVAIL) {
-        if (x->mr)
-            fi_close(&x->mr->fid);
+    if (xdev_regcache_get(tp->regcache, buf, len, &x->reg) != XDEV_OK) {
         free(x);
         return XDEV_ERR_SYSTEM;
     }
+    (void)remote_write; /* a registration serves every access (ofi_regcache_open) */
     x->next = tp->exposed;
     if (tp->exposed)
         tp->exposed->prev = x;
     tp->exposed = x;
+    /* Without FI_MR_VIRT_ADDR a peer names offsets into the registration,
+     * which the cache may have made for a larger range starting lower. */
+    uint64_t addr = (uint64_t)(uintptr_t)buf;
     *mem = (xdev_mem_t){
-        .addr = (tp->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0,
-        .key = key,
+        .addr = (tp->mr_mode & FI_MR_VIRT_ADDR) ? addr : addr - x->reg->start,
+        .key = x->reg->rkey,
         .handle = x,
     };
     return XDEV_OK;
@@ -73,7 +112,7 @@ static void unexpose(xdev_tp_t *tp, ofi_exposure_t *x)
         tp->exposed = x->next;
     if (x->next)
         x->next->prev = x->prev;
-    fi_close(&x->mr->fid);
+    xdev_regcache_put(tp->regcache, x->reg);
     free(x);
 }
 
@@ -107,7 +146,7 @@ static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     c->kind = 0;
     char *local = (char *)op->local + m->posted;
     uint64_t remote = op->remote_addr + m->posted;
-    void *desc = ofi_mr_desc(m->mr);
+    void *desc = ofi_reg_desc(m->reg);
     int rc = op->write ? (int)fi_write(tp->ep, local, n, desc, p->addr, remote, op->remote_key, c)
                        : (int)fi_read(tp->ep, local, n, desc, p->addr, remote, op->remote_key, c);
     if (rc != 0) {
@@ -155,7 +194,7 @@ int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     if (!m)
         return XDEV_ERR_NOMEM;
     if ((tp->mr_mode & FI_MR_LOCAL) &&
-        ofi_mr_local(tp, op->local, op->len, op->write ? FI_WRITE : FI_READ, &m->mr) != XDEV_OK) {
+        xdev_regcache_get(tp->regcache, op->local, op->len, &m->reg) != XDEV_OK) {
         ofi_msg_free(tp, p, m);
         return XDEV_ERR_SYSTEM;
     }

@@ -37,6 +37,11 @@ void *ofi_mr_desc(struct fid_mr *mr)
     return mr ? fi_mr_desc(mr) : NULL;
 }
 
+void *ofi_reg_desc(const xdev_reg_t *reg)
+{
+    return reg ? (void *)(uintptr_t)reg->lkey : NULL;
+}
+
 ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p)
 {
     (void)tp;
@@ -53,15 +58,13 @@ ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p)
 
 void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
 {
-    (void)tp;
     if (m->prev)
         m->prev->next = m->next;
     else
         p->inflight = m->next;
     if (m->next)
         m->next->prev = m->prev;
-    if (m->mr)
-        fi_close(&m->mr->fid);
+    xdev_regcache_put(tp->regcache, m->reg);
     free(m);
 }
 
@@ -138,7 +141,7 @@ static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
         { .iov_base = c->bytes, .iov_len = blen },
         { .iov_base = (char *)op->payload + m->posted, .iov_len = n },
     };
-    void *desc[2] = { tp->ctx_desc, ofi_mr_desc(m->mr) };
+    void *desc[2] = { tp->ctx_desc, ofi_reg_desc(m->reg) };
     c->msg = m;
     c->peer = p->rank;
     c->kind = 0;
@@ -163,7 +166,7 @@ static bool start_next(xdev_tp_t *tp, ofi_peer_t *p)
     if (!m)
         return false;
     if ((tp->mr_mode & FI_MR_LOCAL) && op->payload_len &&
-        ofi_mr_local(tp, (void *)op->payload, op->payload_len, FI_SEND, &m->mr) != XDEV_OK) {
+        xdev_regcache_get(tp->regcache, (void *)op->payload, op->payload_len, &m->reg) != XDEV_OK) {
         ofi_msg_free(tp, p, m);
         return false;
     }
