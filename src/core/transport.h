@@ -154,6 +154,8 @@ typedef struct xdev_tp_ops {
     /* Begin an orderly close: finish queued sends, then tell every peer we
      * are done. Returns 1 once every connection is closed. */
     int (*shutdown)(xdev_tp_t *tp);
+    /* Free everything, including exposures (mem_expose) of requests the
+     * caller abandoned at finalize: the core does not touch those again. */
     void (*close)(xdev_tp_t *tp);
 } xdev_tp_ops_t;
 
@@ -184,6 +186,12 @@ uint64_t xdev_auth_nonce(void);
 /* A byte count from the environment, with an optional k/m/g suffix
  * (powers of 1024). Returns XDEV_OK or XDEV_ERR_INIT. */
 int xdev_parse_size(const char *s, size_t *out);
+
+/* Liveness of a process on this host (liveness.c): a pidfd that becomes
+ * readable when pid exits, or -1 where the kernel has none; and whether
+ * pid is gone by kill(pid, 0) (a pid <= 0 counts as gone). */
+int xdev_pidfd_open(int pid);
+bool xdev_process_gone(int pid);
 
 /* Milliseconds on the monotonic clock. */
 uint64_t xdev_now_ms(void);

@@ -20,10 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <errno.h>
-#include <signal.h>
 #include "ofi.h"
 
 /* Where a pid means the same process: this kernel's boot and our PID
@@ -96,7 +93,7 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
     p->pid = pid;
     p->same_pids = tp->local_only || !strcmp(space, tp->pid_space);
     if (p->same_pids)
-        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        p->pidfd = xdev_pidfd_open(pid);
     p->resolved = true;
     ofi_service_later(tp, p); /* sends may wait for the address */
     return 1;
@@ -108,7 +105,7 @@ static bool process_exited(const ofi_peer_t *p)
         struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
         return poll(&pfd, 1, 0) > 0;
     }
-    return p->pid > 0 && kill(p->pid, 0) < 0 && errno == ESRCH;
+    return p->pid > 0 && xdev_process_gone(p->pid);
 }
 
 /* Something waits on this peer: its address, or a sign of life. */

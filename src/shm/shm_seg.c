@@ -10,11 +10,8 @@
  * Everything a mapper reads from a segment is checked before it is used:
  * another process wrote it.
  *
- * Liveness: each peer's pid comes from its segment. A pidfd (Linux 5.3)
- * becomes readable when the process exits, zombie or not, and cannot be
- * fooled by a reused pid; all of them are asked in one poll(). Without
- * pidfds, kill(pid, 0) failing with ESRCH says the same, a little later
- * (once the zombie is reaped).
+ * Liveness: each peer's pid comes from its segment; its pidfd (see
+ * core/liveness.c) is asked together with the others' in one poll().
  *
  * Single copy: process_vm_readv reads a peer's buffer directly. Whether
  * the kernel lets us (ptrace access mode: Yama, containers, seccomp) is
@@ -23,13 +20,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,11 +60,6 @@ static void prefault(void *addr, size_t len)
         atomic_store_explicit((_Atomic uint8_t *)((uint8_t *)addr + off), 0, memory_order_relaxed);
 }
 
-static bool process_gone(int pid)
-{
-    return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
-}
-
 /* A segment of our name exists already: a leftover of a dead process with
  * the same job id may be replaced; one whose owner lives, or that is still
  * being set up (no owner named yet), may not. */
@@ -83,7 +73,7 @@ static bool stale(const char *name)
     if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_seg_hdr_t)) {
         shm_seg_hdr_t *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
         if (h != MAP_FAILED) {
-            dead = h->owner_pid > 0 && process_gone(h->owner_pid);
+            dead = h->owner_pid > 0 && xdev_process_gone(h->owner_pid);
             munmap(h, sizeof *h);
         }
     }
@@ -193,7 +183,7 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     int rc = 0;
     int ring = -1;
     if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
-        process_gone(h->owner_pid)) {
+        xdev_process_gone(h->owner_pid)) {
         rc = 0; /* not ready yet, or a dead process's leftover about to be replaced */
     } else if (!header_sane(h, bytes, p->rank)) {
         rc = XDEV_ERR_INIT;
@@ -218,7 +208,7 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     prefault(p->tx.data, h->ring_bytes);
     p->tx.frag_max = shm_ring_frag_max(h->ring_bytes);
     p->pid = h->owner_pid;
-    p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    p->pidfd = xdev_pidfd_open(p->pid);
     p->eager_limit = (size_t)h->eager_limit;
     p->cma_probe = h->self_addr;
     count_mapping(h, name);
@@ -281,7 +271,7 @@ void shm_seg_find_gone(xdev_tp_t *tp)
         shm_peer_t *p = &tp->peers[i];
         if (p->gone)
             continue;
-        bool exited = p->pidfd >= 0 ? tp->pidfds[i].revents != 0 : process_gone(p->pid);
+        bool exited = p->pidfd >= 0 ? tp->pidfds[i].revents != 0 : xdev_process_gone(p->pid);
         if (exited || atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
             atomic_load_explicit(&p->tx.ctl->closed, memory_order_acquire))
             shm_peer_gone(tp, p);
