@@ -7,7 +7,9 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     # the libfabric transport (src/ofi) and fi_pingpong for its comparison
     libfabric-dev libfabric-bin
     # the Soft-RoCE VM that the ibv tests boot (test/ibv)
-    qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest)
+    qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest
+    # the ibv transport (src/ibv) builds against rdma-core's libibverbs
+    libibverbs-dev ibverbs-providers)
 
 missing=()
 for p in "${packages[@]}"; do

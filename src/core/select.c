@@ -57,6 +57,9 @@ static const xdev_tp_ops_t *const transports[] = {
 #ifdef XDEV_HAVE_OFI
     &xdev_ofi_ops,
 #endif
+#ifdef XDEV_HAVE_IBV
+    &xdev_ibv_ops,
+#endif
 };
 
 /* auto's choice for other hosts: the first transport that finds a

@@ -201,5 +201,8 @@ extern const xdev_tp_ops_t xdev_shm_ops;
 #ifdef XDEV_HAVE_OFI
 extern const xdev_tp_ops_t xdev_ofi_ops;
 #endif
+#ifdef XDEV_HAVE_IBV
+extern const xdev_tp_ops_t xdev_ibv_ops;
+#endif
 
 #endif

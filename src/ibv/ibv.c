@@ -1,0 +1,302 @@
+/*
+ * ibv.c - the ibv transport's ops table: opening the device and its shared
+ * resources, the progress loop, sleeping, finalize. See ibv.h.
+ *
+ * Sizes (environment): XDEV_IBV_BUF (bytes per eager buffer, default
+ * 16 KiB), XDEV_IBV_RX_BUFS (receive buffers on the SRQ, default 256, the
+ * same for any number of peers until each peer would get fewer than 3),
+ * XDEV_IBV_TX_BUFS (send buffers, default 64).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include "ibv.h"
+
+#define DEFAULT_BUF (16 * 1024)
+#define DEFAULT_RX_BUFS 256
+#define DEFAULT_TX_BUFS 64
+#define MAX_CREDITS 64
+#define MIN_CREDITS 1
+#define GRANT_SLACK 2      /* credit-only messages a peer may have in flight */
+#define INLINE_WANT 256
+#define POLL_BATCH 32
+#define TIMER_MS 1
+
+int ibv_debug;
+
+static int env_size(const char *name, size_t dflt, size_t min, size_t max, size_t *out)
+{
+    const char *v = getenv(name);
+    *out = dflt;
+    if (!v || !*v)
+        return XDEV_OK;
+    if (xdev_parse_size(v, out) != XDEV_OK || *out < min || *out > max)
+        return XDEV_ERR_INIT;
+    return XDEV_OK;
+}
+
+static int setup_pool(xdev_tp_t *tp)
+{
+    size_t buf, rx, tx;
+    if (env_size("XDEV_IBV_BUF", DEFAULT_BUF, 1024, 1u << 20, &buf) ||
+        env_size("XDEV_IBV_RX_BUFS", DEFAULT_RX_BUFS, 4, 1u << 16, &rx) ||
+        env_size("XDEV_IBV_TX_BUFS", DEFAULT_TX_BUFS, 1, 1u << 16, &tx))
+        return XDEV_ERR_INIT;
+    int npeers = tp->size - 1;
+    /* Every peer's credits plus its credit-only messages fit on the SRQ. */
+    int credits = (int)(rx / (size_t)npeers) - GRANT_SLACK;
+    credits = credits > MAX_CREDITS ? MAX_CREDITS : credits < MIN_CREDITS ? MIN_CREDITS : credits;
+    size_t need = (size_t)npeers * (size_t)(credits + GRANT_SLACK);
+    tp->credits = credits;
+    tp->nrx = (uint32_t)(rx > need ? rx : need);
+    if (tp->nrx > (uint32_t)tp->d.attr.max_srq_wr)
+        return XDEV_ERR_INIT;
+    tp->ntx = (uint32_t)tx;
+    tp->buf_bytes = buf;
+    size_t total = (size_t)(tp->nrx + tp->ntx) * buf;
+    tp->pool = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
+    tp->bufs = calloc(tp->nrx + tp->ntx, sizeof *tp->bufs);
+    tp->repost = calloc(tp->nrx, sizeof *tp->repost);
+    tp->dirty = calloc((size_t)tp->size, sizeof *tp->dirty);
+    if (!tp->pool || !tp->bufs || !tp->repost || !tp->dirty)
+        return XDEV_ERR_NOMEM;
+    tp->pool_mr = ibv_reg_mr(tp->pd, tp->pool, total, IBV_ACCESS_LOCAL_WRITE);
+    if (!tp->pool_mr)
+        return XDEV_ERR_SYSTEM;
+    for (uint32_t i = tp->nrx; i < tp->nrx + tp->ntx; i++) {
+        tp->bufs[i].next = tp->tx_free;
+        tp->tx_free = i + 1;
+    }
+    return XDEV_OK;
+}
+
+/* How much a send can carry inline: ask for INLINE_WANT on a probe QP and
+ * keep what the device grants (0 if it refuses inline altogether). */
+static void probe_inline(xdev_tp_t *tp)
+{
+    uint32_t want[2] = { INLINE_WANT, 0 };
+    for (int i = 0; i < 2; i++) {
+        struct ibv_qp_init_attr ia = {
+            .send_cq = tp->cq, .recv_cq = tp->cq, .srq = tp->srq,
+            .cap = { .max_send_wr = tp->sq_depth, .max_send_sge = 2, .max_inline_data = want[i] },
+            .qp_type = IBV_QPT_RC,
+        };
+        struct ibv_qp *qp = ibv_create_qp(tp->pd, &ia);
+        if (qp) {
+            tp->max_inline = ia.cap.max_inline_data;
+            ibv_destroy_qp(qp);
+            return;
+        }
+    }
+}
+
+static int setup_queues(xdev_tp_t *tp)
+{
+    int npeers = tp->size - 1;
+    tp->sq_depth = (uint32_t)tp->credits + GRANT_SLACK + 32;
+    if (tp->sq_depth > (uint32_t)tp->d.attr.max_qp_wr)
+        tp->sq_depth = (uint32_t)tp->d.attr.max_qp_wr;
+    int cqe = (int)tp->nrx + npeers * (int)tp->sq_depth;
+    if (cqe > tp->d.attr.max_cqe)
+        cqe = tp->d.attr.max_cqe;
+    tp->chan = ibv_create_comp_channel(tp->d.ctx);
+    if (!tp->chan)
+        return XDEV_ERR_SYSTEM;
+    fcntl(tp->chan->fd, F_SETFL, fcntl(tp->chan->fd, F_GETFL) | O_NONBLOCK);
+    tp->cq = ibv_create_cq(tp->d.ctx, cqe, NULL, tp->chan, 0);
+    struct ibv_srq_init_attr sa = { .attr = { .max_wr = tp->nrx, .max_sge = 1 } };
+    tp->srq = tp->cq ? ibv_create_srq(tp->pd, &sa) : NULL;
+    if (!tp->srq)
+        return XDEV_ERR_SYSTEM;
+    probe_inline(tp);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->chan->fd, &ev))
+        return XDEV_ERR_SYSTEM;
+    uint32_t slots = 4;
+    while (slots < 2u * (uint32_t)tp->size)
+        slots *= 2;
+    tp->qpn_table = calloc(slots, sizeof *tp->qpn_table);
+    tp->qpn_mask = slots - 1;
+    return tp->qpn_table ? XDEV_OK : XDEV_ERR_NOMEM;
+}
+
+static void ibv_tp_close(xdev_tp_t *tp)
+{
+    if (!tp)
+        return;
+    for (int p = 0; tp->peers && p < tp->size; p++) {
+        ibv_fail_queue(tp, p);
+        ibv_peer_close(tp, &tp->peers[p]);
+    }
+    if (tp->srq)
+        ibv_destroy_srq(tp->srq);
+    if (tp->cq)
+        ibv_destroy_cq(tp->cq);
+    if (tp->chan)
+        ibv_destroy_comp_channel(tp->chan);
+    if (tp->pool_mr)
+        ibv_dereg_mr(tp->pool_mr);
+    if (tp->pd)
+        ibv_dealloc_pd(tp->pd);
+    ibv_dev_release(&tp->d);
+    if (tp->epfd >= 0)
+        close(tp->epfd);
+    free(tp->pool);
+    free(tp->bufs);
+    free(tp->repost);
+    free(tp->dirty);
+    free(tp->qpn_table);
+    free(tp->peers);
+    free(tp);
+}
+
+static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out)
+{
+    xdev_tp_t *tp = calloc(1, sizeof *tp);
+    if (!tp)
+        return XDEV_ERR_NOMEM;
+    tp->dev = dev;
+    const char *dbg = getenv("XDEV_IBV_DEBUG");
+    ibv_debug = dbg && *dbg && *dbg != '0';
+    tp->rank = prm->rank;
+    tp->size = prm->size;
+    tp->eager_limit = prm->eager_limit;
+    tp->peer_timeout_ms = prm->peer_timeout_ms;
+    tp->scan_ms = 1;
+    tp->unsettled = prm->size > 1 ? (unsigned)prm->size - 1 : 0;
+    tp->epfd = epoll_create1(EPOLL_CLOEXEC);
+    tp->peers = calloc((size_t)prm->size, sizeof *tp->peers);
+    int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : XDEV_OK;
+    for (int i = 0; tp->peers && i < prm->size; i++)
+        tp->peers[i].pidfd = -1;
+    if (prm->size > 1 && rc == XDEV_OK) {
+        /* QP addresses travel through the bootstrap directory; an explicit
+         * peer table has no room for them. */
+        if (prm->peers)
+            rc = XDEV_ERR_INIT;
+        if (rc == XDEV_OK)
+            rc = ibv_dev_choose(&tp->d);
+        if (rc == XDEV_OK && !(tp->pd = ibv_alloc_pd(tp->d.ctx)))
+            rc = XDEV_ERR_SYSTEM;
+        if (rc == XDEV_OK)
+            rc = setup_pool(tp);
+        if (rc == XDEV_OK)
+            rc = setup_queues(tp);
+        if (rc == XDEV_OK)
+            rc = ibv_rx_init(tp);
+        ibv_host_id(tp->host, sizeof tp->host);
+    }
+    if (rc != XDEV_OK) {
+        IBV_TRACE(tp, "open failed (%d)", rc);
+        ibv_tp_close(tp);
+        return rc;
+    }
+    IBV_TRACE(tp, "%s port %u gid %d%s, %u rx bufs of %zu, %d credits, inline %u, rd_atom %d",
+              tp->size > 1 ? ibv_get_device_name(tp->d.ctx->device) : "-", tp->d.port,
+              tp->d.gid_index, tp->d.roce ? " (RoCE)" : "", tp->nrx, tp->buf_bytes, tp->credits,
+              tp->max_inline, tp->d.attr.max_qp_rd_atom);
+    *out = tp;
+    return XDEV_OK;
+}
+
+/* Sleep support: the CQ channel and the pidfds. A CQ event must be asked
+ * for again after each one, and completions that came before the asking
+ * raise none: so wait_fd arms and says "poll once more" (-1); the next
+ * call, with the CQ drained after arming, can sleep. */
+static void take_events(xdev_tp_t *tp)
+{
+    struct epoll_event ev[16];
+    int n = epoll_wait(tp->epfd, ev, 16, 0);
+    for (int i = 0; i < n; i++) {
+        uint32_t who = ev[i].data.u32;
+        if (who == 0) {
+            struct ibv_cq *cq;
+            void *ctx;
+            if (ibv_get_cq_event(tp->chan, &cq, &ctx) == 0) {
+                ibv_ack_cq_events(cq, 1);
+                tp->cq_armed = false;
+            }
+        } else if (who <= (uint32_t)tp->size) {
+            ibv_peer_t *p = &tp->peers[who - 1];
+            p->exited = true;
+            epoll_ctl(tp->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+        }
+    }
+}
+
+static void poll_cq(xdev_tp_t *tp)
+{
+    struct ibv_wc wc[POLL_BATCH];
+    for (int rounds = 0; rounds < 8; rounds++) {
+        int n = ibv_poll_cq(tp->cq, POLL_BATCH, wc);
+        for (int i = 0; i < n; i++) {
+            if (wr_kind_of(wc[i].wr_id) == WR_RECV)
+                ibv_rx_completion(tp, &wc[i]);
+            else
+                ibv_tx_completion(tp, &wc[i]);
+        }
+        if (n < POLL_BATCH)
+            return;
+    }
+}
+
+static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
+{
+    (void)timeout_ms; /* the core sleeps on wait_fd itself */
+    if (tp->size < 2)
+        return;
+    ibv_rx_service(tp);
+    poll_cq(tp);
+    ibv_rx_repost(tp);
+    ibv_tx_run(tp);
+    uint64_t now = xdev_now_ms();
+    if (now >= tp->next_timer_ms) {
+        tp->next_timer_ms = now + TIMER_MS;
+        take_events(tp);
+        ibv_check_exits(tp);
+        if (tp->unsettled)
+            ibv_connect_timers(tp, now);
+    }
+}
+
+static int ibv_tp_wait_fd(xdev_tp_t *tp)
+{
+    if (tp->size < 2)
+        return -1;
+    if (!tp->cq_armed) {
+        ibv_req_notify_cq(tp->cq, 0);
+        tp->cq_armed = true;
+        return -1;
+    }
+    if (tp->service || tp->txlist)
+        return -1;
+    tp->next_timer_ms = 0; /* look at the events as soon as we wake */
+    return tp->epfd;
+}
+
+static void ibv_tp_watch(xdev_tp_t *tp, int peer)
+{
+    ibv_want_peer(tp, peer);
+}
+
+/* Finalize: done once every queued send has left and been acknowledged;
+ * a peer notices our exit through its pidfd or its next send. */
+static int ibv_tp_shutdown(xdev_tp_t *tp)
+{
+    tp->shutting_down = true;
+    return tp->size < 2 || ibv_tx_idle(tp);
+}
+
+const xdev_tp_ops_t xdev_ibv_ops = {
+    .name = "ibv",
+    .open = ibv_tp_open,
+    .send = ibv_send,
+    .progress = ibv_tp_progress,
+    .wait_fd = ibv_tp_wait_fd,
+    .resume = ibv_resume,
+    .watch = ibv_tp_watch,
+    .shutdown = ibv_tp_shutdown,
+    .close = ibv_tp_close,
+};

@@ -1,0 +1,234 @@
+/*
+ * ibv_rx.c - the shared receive queue and handing arrivals to the core.
+ *
+ * Completions of every peer arrive mixed on one CQ; each peer's own are in
+ * the order it sent them. A peer's arrival is fed to the core buffer by
+ * buffer. When the core defers an arrival (its unexpected memory is full),
+ * that buffer and every later one from the same peer are held, in order,
+ * until ops->resume; meanwhile the peer gets no credits back for them, so
+ * it soon stops sending, which is the back-pressure the core asks for.
+ *
+ * Used buffers go back on the SRQ in batches (one post per batch), and
+ * only then are the peers that used them owed credits.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ibv.h"
+
+#define REPOST_BATCH 16
+
+static uint8_t *buf_data(xdev_tp_t *tp, uint32_t idx)
+{
+    return (uint8_t *)tp->pool + (size_t)idx * tp->buf_bytes;
+}
+
+int ibv_rx_init(xdev_tp_t *tp)
+{
+    for (uint32_t i = 0; i < tp->nrx; i++)
+        tp->repost[tp->nrepost++] = i;
+    ibv_rx_repost(tp);
+    return tp->nrepost ? XDEV_ERR_SYSTEM : XDEV_OK;
+}
+
+/* A buffer the peer filled is free again; it is owed a credit once the
+ * buffer is back on the SRQ. */
+static void release(xdev_tp_t *tp, ibv_peer_t *p, uint32_t idx, bool owe)
+{
+    tp->repost[tp->nrepost++] = idx;
+    if (owe && p->state != PEER_DEAD && p->owed_unposted++ == 0)
+        tp->dirty[tp->ndirty++] = p;
+    if (tp->nrepost >= REPOST_BATCH)
+        ibv_rx_repost(tp);
+}
+
+void ibv_rx_repost(xdev_tp_t *tp)
+{
+    struct ibv_recv_wr wr[REPOST_BATCH], *bad;
+    struct ibv_sge sge[REPOST_BATCH];
+    while (tp->nrepost) {
+        uint32_t n = tp->nrepost < REPOST_BATCH ? tp->nrepost : REPOST_BATCH;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t idx = tp->repost[tp->nrepost - n + i];
+            sge[i] = (struct ibv_sge){ .addr = (uintptr_t)buf_data(tp, idx),
+                                       .length = (uint32_t)tp->buf_bytes,
+                                       .lkey = tp->pool_mr->lkey };
+            wr[i] = (struct ibv_recv_wr){ .wr_id = wr_id_make(WR_RECV, 0, idx),
+                                          .next = i + 1 < n ? &wr[i + 1] : NULL,
+                                          .sg_list = &sge[i], .num_sge = 1 };
+        }
+        if (ibv_post_srq_recv(tp->srq, wr, &bad))
+            break; /* cannot happen with the SRQ sized for every buffer */
+        tp->nrepost -= n;
+    }
+    /* Only now are the buffers really there to be filled again. */
+    while (tp->ndirty) {
+        ibv_peer_t *p = tp->dirty[--tp->ndirty];
+        p->owed += p->owed_unposted;
+        p->owed_unposted = 0;
+        ibv_tx_grant(tp, p);
+    }
+}
+
+static void hold(ibv_peer_t *p, ibv_buf_t *bufs, uint32_t idx, bool front)
+{
+    if (front) {
+        bufs[idx].next = p->pend_head;
+        p->pend_head = idx + 1;
+        if (!p->pend_tail)
+            p->pend_tail = idx + 1;
+        return;
+    }
+    bufs[idx].next = 0;
+    if (p->pend_tail)
+        bufs[p->pend_tail - 1].next = idx + 1;
+    else
+        p->pend_head = idx + 1;
+    p->pend_tail = idx + 1;
+}
+
+static uint32_t unhold(ibv_peer_t *p, ibv_buf_t *bufs)
+{
+    uint32_t idx = p->pend_head - 1;
+    p->pend_head = bufs[idx].next;
+    if (!p->pend_head)
+        p->pend_tail = 0;
+    return idx;
+}
+
+/* Parse the first fragment of a message and ask the core where it goes.
+ * Returns the offset of its payload, 0 if the peer broke the format. */
+static uint32_t begin_message(xdev_tp_t *tp, int peer, const uint8_t *d, uint32_t len, int *rc)
+{
+    ibv_peer_t *p = &tp->peers[peer];
+    xdev_rx_t *rx = &p->rx;
+    if (len < IBV_PREFIX + XDEV_HDR_BYTES)
+        return 0;
+    uint64_t total = xdev_get_le64(d);
+    xdev_wire_decode_hdr(d + IBV_PREFIX, &rx->head.hdr);
+    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
+    if (!head_len || total < head_len || len < IBV_PREFIX + head_len ||
+        len - IBV_PREFIX > total)
+        return 0;
+    xdev_wire_decode_fields(d + IBV_PREFIX + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
+    rx->len = (size_t)(total - head_len);
+    p->rx_got = 0;
+    *rc = xdev_core_rx_begin(tp->dev, peer, p, rx);
+    return (uint32_t)(IBV_PREFIX + head_len);
+}
+
+/* Feed buffer idx, from byte off, to the peer's arrival. False if the core
+ * deferred a new arrival that starts in it (the caller holds it). */
+static bool feed(xdev_tp_t *tp, int peer, uint32_t idx, uint32_t off)
+{
+    ibv_peer_t *p = &tp->peers[peer];
+    const uint8_t *d = buf_data(tp, idx);
+    uint32_t len = tp->bufs[idx].len;
+    if (!p->rx_active) {
+        int rc = 0;
+        off = begin_message(tp, peer, d, len, &rc);
+        if (!off || rc < 0) {
+            ibv_peer_fail(tp, peer);
+            return true;
+        }
+        p->rx_active = true;
+        if (rc == XDEV_RX_DEFER) {
+            p->paused = true;
+            p->pend_off = off;
+            return false;
+        }
+    }
+    size_t n = len - off;
+    if (n > p->rx.len - p->rx_got) {
+        ibv_peer_fail(tp, peer);
+        return true;
+    }
+    if (p->rx_got < p->rx.dst_len) {
+        size_t room = p->rx.dst_len - p->rx_got;
+        memcpy((char *)p->rx.dst + p->rx_got, d + off, n < room ? n : room);
+    }
+    p->rx_got += n;
+    if (p->rx_got == p->rx.len) {
+        p->rx_active = false;
+        xdev_core_rx_end(tp->dev, &p->rx);
+    }
+    return true;
+}
+
+void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
+{
+    uint32_t idx = wr_value_of(wc->wr_id);
+    int peer = ibv_peer_of_qpn(tp, wc->qp_num);
+    if (peer < 0 || wc->status != IBV_WC_SUCCESS || tp->peers[peer].state == PEER_DEAD) {
+        IBV_TRACE(tp, "receive from qpn %u (peer %d): %s", wc->qp_num, peer,
+                  ibv_wc_status_str(wc->status));
+        tp->repost[tp->nrepost++] = idx;
+        if (peer >= 0 && wc->status != IBV_WC_SUCCESS)
+            ibv_peer_fail(tp, peer);
+        return;
+    }
+    ibv_peer_t *p = &tp->peers[peer];
+    uint32_t imm = wc->wc_flags & IBV_WC_WITH_IMM ? ntohl(wc->imm_data) : 0;
+    if (!p->remote_ready)
+        ibv_peer_remote_ready(tp, p); /* it sent: its QP is ready */
+    if (imm & IMM_CREDITS_MASK) {
+        p->credits += (int)(imm & IMM_CREDITS_MASK);
+        ibv_tx_kick(tp, p);
+    }
+    if (imm & IMM_CREDIT_ONLY) {
+        release(tp, p, idx, false);
+        return;
+    }
+    tp->bufs[idx].len = wc->byte_len;
+    if (p->paused || p->pend_head) {
+        hold(p, tp->bufs, idx, false);
+        return;
+    }
+    if (feed(tp, peer, idx, 0))
+        release(tp, p, idx, true);
+    else
+        hold(p, tp->bufs, idx, true);
+}
+
+/* Deliver what peers hold now that the core resumed them. */
+void ibv_rx_service(xdev_tp_t *tp)
+{
+    while (tp->service) {
+        ibv_peer_t *p = tp->service;
+        tp->service = p->service_next;
+        p->in_service = false;
+        int peer = (int)(p - tp->peers);
+        while (p->pend_head && !p->paused && p->state != PEER_DEAD) {
+            uint32_t off = p->pend_off;
+            p->pend_off = 0;
+            uint32_t idx = unhold(p, tp->bufs);
+            if (feed(tp, peer, idx, off))
+                release(tp, p, idx, true);
+            else
+                hold(p, tp->bufs, idx, true);
+        }
+    }
+}
+
+void ibv_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+{
+    ibv_peer_t *p = token;
+    p->rx.dst = dst;
+    p->rx.dst_len = dst_len;
+    p->rx_got = 0;
+    p->paused = false;
+    if (!p->in_service) {
+        p->in_service = true;
+        p->service_next = tp->service;
+        tp->service = p;
+    }
+}
+
+/* A failed peer's held buffers go back on the SRQ unread. */
+void ibv_rx_drop_held(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    while (p->pend_head)
+        tp->repost[tp->nrepost++] = unhold(p, tp->bufs);
+    p->paused = false;
+    p->rx_active = false;
+}

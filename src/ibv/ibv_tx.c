@@ -1,0 +1,260 @@
+/*
+ * ibv_tx.c - sending: per-peer queues, fragments, inline sends, credits.
+ *
+ * A message that fits the device's inline limit is posted straight from
+ * the core's op (head and payload as two gather entries, copied by the
+ * post itself): no buffer, no copy of ours, and the op is done at once.
+ * Anything else is copied into send buffers of the pool, one fragment per
+ * buffer; the op is the core's again as soon as its last byte is copied.
+ *
+ * Every fragment costs one credit (one receive buffer at the peer) and
+ * carries the credits we owe the peer in its immediate data. A peer's ops
+ * leave in order, one op's fragments back to back; ops that cannot move
+ * (no credit, no send buffer, a full send queue, or no connection yet)
+ * wait in the peer's queue and move from the progress loop.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+#include <stdio.h>
+#include "ibv.h"
+
+static size_t op_total(const xdev_txop_t *op)
+{
+    return op->prefix_len + op->head_len + op->payload_len;
+}
+
+static uint32_t take_grant(ibv_peer_t *p)
+{
+    uint32_t n = p->owed > (int)IMM_CREDITS_MASK ? IMM_CREDITS_MASK : (uint32_t)p->owed;
+    p->owed -= (int)n;
+    return n;
+}
+
+static bool can_post(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    return !p->broken && p->sq_inflight < tp->sq_depth;
+}
+
+static bool post(ibv_peer_t *p, struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad;
+    int rc = ibv_post_send(p->qp, wr, &bad);
+    if (rc) {
+        if (ibv_debug)
+            fprintf(stderr, "xdev-ibv: post_send: %s\n", strerror(rc));
+        p->broken = true;
+        return false;
+    }
+    p->sq_inflight++;
+    return true;
+}
+
+/* Post the whole op inline. */
+static bool push_inline(ibv_peer_t *p, int peer, xdev_txop_t *op)
+{
+    struct ibv_sge sge[2] = {
+        { .addr = (uintptr_t)(op->wire + XDEV_TP_PREFIX_MAX - op->prefix_len),
+          .length = op->prefix_len + op->head_len },
+        { .addr = (uintptr_t)op->payload, .length = (uint32_t)op->payload_len },
+    };
+    struct ibv_send_wr wr = {
+        .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)peer, 0),
+        .sg_list = sge,
+        .num_sge = op->payload_len ? 2 : 1,
+        .opcode = IBV_WR_SEND_WITH_IMM,
+        .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED,
+        .imm_data = htonl(take_grant(p)),
+    };
+    if (!post(p, &wr))
+        return false;
+    p->credits--;
+    op->sent = op_total(op);
+    return true;
+}
+
+/* Copy the op's next fragment into a send buffer and post it. */
+static bool push_fragment(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *op)
+{
+    uint32_t idx = tp->tx_free - 1;
+    uint8_t *b = (uint8_t *)tp->pool + (size_t)idx * tp->buf_bytes;
+    size_t framing = op->prefix_len + op->head_len, len = 0;
+    if (op->sent < framing) {
+        len = framing - op->sent;
+        memcpy(b, op->wire + XDEV_TP_PREFIX_MAX - op->prefix_len + op->sent, len);
+    }
+    size_t done = op->sent > framing ? op->sent - framing : 0;
+    size_t n = op->payload_len - done;
+    if (n > tp->buf_bytes - len)
+        n = tp->buf_bytes - len;
+    memcpy(b + len, (const char *)op->payload + done, n);
+    len += n;
+    struct ibv_sge sge = { .addr = (uintptr_t)b, .length = (uint32_t)len, .lkey = tp->pool_mr->lkey };
+    struct ibv_send_wr wr = {
+        .wr_id = wr_id_make(WR_SEND_BUF, (unsigned)peer, idx),
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_SEND_WITH_IMM,
+        .send_flags = IBV_SEND_SIGNALED,
+        .imm_data = htonl(take_grant(p)),
+    };
+    if (len <= tp->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    tp->tx_free = tp->bufs[idx].next;
+    if (!post(p, &wr)) {
+        tp->bufs[idx].next = tp->tx_free;
+        tp->tx_free = idx + 1;
+        return false;
+    }
+    p->credits--;
+    op->sent += len;
+    return true;
+}
+
+/* Move as much of op as credits, buffers and the send queue allow; true
+ * once all of it is posted. */
+static bool push(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *op)
+{
+    while (op->sent < op_total(op)) {
+        if (p->credits <= 0 || !can_post(tp, p))
+            return false;
+        if (op->sent == 0 && op_total(op) <= tp->max_inline) {
+            if (!push_inline(p, peer, op))
+                return false;
+        } else if (!tp->tx_free || !push_fragment(tp, p, peer, op)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool sendable(const ibv_peer_t *p)
+{
+    return p->state == PEER_UP && p->remote_ready;
+}
+
+void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    if (p->in_txlist || !p->txq_head || !sendable(p))
+        return;
+    p->in_txlist = true;
+    p->tx_next = tp->txlist;
+    tp->txlist = p;
+}
+
+int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    ibv_peer_t *p = &tp->peers[peer];
+    if (p->state == PEER_DEAD)
+        return XDEV_ERR_PEER;
+    op->prefix_len = IBV_PREFIX;
+    op->sent = 0;
+    op->next = NULL;
+    xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - IBV_PREFIX, op->head_len + op->payload_len);
+    if (!p->txq_head && sendable(p) && push(tp, p, peer, op))
+        return 1;
+    if (p->txq_tail)
+        p->txq_tail->next = op;
+    else
+        p->txq_head = op;
+    p->txq_tail = op;
+    if (p->state == PEER_IDLE || p->state == PEER_CONNECTING)
+        ibv_want_peer(tp, peer);
+    ibv_tx_kick(tp, p);
+    return 0;
+}
+
+/* Move one peer's queue; finished ops go back to the core only once the
+ * queue is consistent, as the core may queue more from tx_done. */
+static void run_peer(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    int peer = (int)(p - tp->peers);
+    while (p->txq_head && sendable(p)) {
+        xdev_txop_t *op = p->txq_head;
+        if (!push(tp, p, peer, op))
+            break;
+        p->txq_head = op->next;
+        if (!p->txq_head)
+            p->txq_tail = NULL;
+        op->next = NULL;
+        xdev_core_tx_done(tp->dev, op, XDEV_OK);
+    }
+    if (p->broken && p->state != PEER_DEAD)
+        ibv_peer_fail(tp, peer);
+}
+
+void ibv_tx_run(xdev_tp_t *tp)
+{
+    ibv_peer_t *list = tp->txlist;
+    tp->txlist = NULL;
+    while (list) {
+        ibv_peer_t *p = list;
+        list = p->tx_next;
+        p->in_txlist = false;
+        run_peer(tp, p);
+        ibv_tx_kick(tp, p); /* still has work: stay listed */
+        ibv_tx_grant(tp, p);
+    }
+}
+
+/* Grant owed credits in a message of their own when the peer may be
+ * running low and no send of ours is about to carry them. Counting on at
+ * most two such messages per peer in flight (each carries at least half of
+ * its credits), the SRQ has room for them beyond the credits. */
+void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    int threshold = tp->credits / 2 > 0 ? tp->credits / 2 : 1;
+    if (p->owed < threshold || !sendable(p) || !can_post(tp, p))
+        return;
+    if (p->txq_head && p->credits > 0)
+        return; /* the next fragment carries them */
+    struct ibv_send_wr wr = {
+        .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)(p - tp->peers), 0),
+        .num_sge = 0,
+        .opcode = IBV_WR_SEND_WITH_IMM,
+        .send_flags = IBV_SEND_SIGNALED,
+        .imm_data = htonl(take_grant(p) | IMM_CREDIT_ONLY),
+    };
+    post(p, &wr);
+}
+
+void ibv_tx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
+{
+    int peer = wr_peer_of(wc->wr_id);
+    ibv_peer_t *p = &tp->peers[peer];
+    if (wr_kind_of(wc->wr_id) == WR_SEND_BUF) {
+        uint32_t idx = wr_value_of(wc->wr_id);
+        tp->bufs[idx].next = tp->tx_free;
+        tp->tx_free = idx + 1;
+    }
+    p->sq_inflight--;
+    if (wc->status != IBV_WC_SUCCESS && p->state != PEER_DEAD)
+        IBV_TRACE(tp, "peer %d: send completion %s", peer, ibv_wc_status_str(wc->status));
+    if (wc->status != IBV_WC_SUCCESS)
+        ibv_peer_fail(tp, peer);
+    else
+        ibv_tx_kick(tp, p);
+}
+
+/* Hand back every op queued for peer as failed. */
+void ibv_fail_queue(xdev_tp_t *tp, int peer)
+{
+    ibv_peer_t *p = &tp->peers[peer];
+    xdev_txop_t *op = p->txq_head;
+    p->txq_head = p->txq_tail = NULL;
+    while (op) {
+        xdev_txop_t *next = op->next;
+        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+        op = next;
+    }
+}
+
+/* Nothing queued and nothing unacknowledged on any live connection. */
+bool ibv_tx_idle(xdev_tp_t *tp)
+{
+    for (int i = 0; i < tp->size; i++) {
+        ibv_peer_t *p = &tp->peers[i];
+        if (p->state != PEER_DEAD && (p->txq_head || p->sq_inflight))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,85 @@
+#!/bin/bash
+# xdev over the ibv transport, run INSIDE the VM by vm-run.sh (through
+# xdev-vm.sh, which writes the two files this script reads):
+#
+#   RESULTS_DIR/build-dir   the meson build dir (seen through the 9p root)
+#   RESULTS_DIR/tests       the tests to run, one name a line
+#
+# Each test writes "ok NAME" or "FAIL NAME" to RESULTS_DIR/results and its
+# output to RESULTS_DIR/logs/NAME.log. Names:
+#   conf-npN-CASE      test/conformance CASE on N ranks
+#   flood-npN          test/fault fault_flood on N ranks
+#   flood-progress     ... with a progress thread
+#   finalize-active    fault_finalize_active active / clean
+#   finalize-clean
+#   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
+#   stale-reg          test/ibv stale-registration test
+#   bench              test/bench/compare-ibv.sh (figures in bench.txt)
+set -u
+R=${1:?usage: vm-xdev.sh RESULTS_DIR}
+HERE=$(dirname "$(realpath -e "${BASH_SOURCE[0]}")")
+B=$(cat "$R/build-dir") || { echo "no $R/build-dir"; exit 1; }
+SRC=$(cat "$R/source-dir") || { echo "no $R/source-dir"; exit 1; }
+LOGS=$R/logs
+mkdir -p "$LOGS"
+: > "$R/results"
+export XDEV_TRANSPORT=ibv XDEV_IBV_DEVICE=rxe0 TMPDIR=/tmp
+# Extra VAR=value lines for every test (xdev-vm.sh writes them from
+# XDEV_VM_ENV, e.g. "XDEV_IBV_DEBUG=1 XDEV_CONF_WATCHDOG=30").
+[ -s "$R/env" ] && set -a && . "$R/env" && set +a
+XDEVRUN=$B/src/tools/xdevrun
+CONF=$B/test/conformance/xdev-conformance
+nfail=0
+
+result() {  # result NAME STATUS
+    if [ "$2" -eq 0 ]; then
+        echo "ok $1" >> "$R/results"
+    else
+        echo "FAIL $1" >> "$R/results"
+        nfail=$((nfail+1))
+        echo "vm-xdev: FAIL $1 (status $2); tail of logs/$1.log:"
+        tail -n 30 "$LOGS/$1.log" | sed 's/^/    /'
+    fi
+}
+
+run() {  # run NAME SECONDS CMD...
+    local name=$1 tmo=$2; shift 2
+    local t0=$(date +%s)
+    timeout -k 5 "$tmo" "$@" > "$LOGS/$name.log" 2>&1
+    local st=$?
+    echo "vm-xdev: $name status $st in $(( $(date +%s) - t0 ))s"
+    result "$name" "$st"
+}
+
+while read -r t; do
+    [ -n "$t" ] || continue
+    case "$t" in
+        conf-np*-*)
+            np=${t#conf-np}; np=${np%%-*}; c=${t#conf-np$np-}
+            run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
+        flood-progress)
+            XDEV_UNEXPECTED_LIMIT=262144 run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 \
+                "$B/test/fault/fault_flood" --progress ;;
+        flood-np*)
+            np=${t#flood-np}
+            XDEV_UNEXPECTED_LIMIT=262144 run "$t" 150 "$XDEVRUN" --timeout 140 -n "$np" \
+                "$B/test/fault/fault_flood" ;;
+        finalize-active)
+            XDEV_FINALIZE_TIMEOUT_MS=500 run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 \
+                "$B/test/fault/fault_finalize_active" active ;;
+        finalize-clean)
+            run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_finalize_active" clean ;;
+        peer-kill-np*)
+            np=${t#peer-kill-np}
+            XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
+                "$XDEVRUN" "$np" "$B/test/fault/fault_peer_kill" ;;
+        stale-reg)
+            run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/ibv/ibv-stale-reg" ;;
+        bench)
+            run "$t" 900 bash "$SRC/test/bench/compare-ibv.sh" "$B" "$R/bench.txt" ;;
+        *)
+            echo "unknown test $t" > "$LOGS/$t.log"
+            result "$t" 2 ;;
+    esac
+done < "$R/tests"
+[ $nfail -eq 0 ]
