@@ -130,6 +130,8 @@ static void ibv_tp_close(xdev_tp_t *tp)
         ibv_fail_queue(tp, p);
         ibv_peer_close(tp, &tp->peers[p]);
     }
+    if (tp->regcache)
+        ibv_rma_close(tp);
     if (tp->srq)
         ibv_destroy_srq(tp->srq);
     if (tp->cq)
@@ -186,6 +188,8 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
             rc = setup_queues(tp);
         if (rc == XDEV_OK)
             rc = ibv_rx_init(tp);
+        if (rc == XDEV_OK)
+            rc = ibv_rma_init(tp);
         ibv_host_id(tp->host, sizeof tp->host);
     }
     if (rc != XDEV_OK) {
@@ -193,10 +197,12 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
         ibv_tp_close(tp);
         return rc;
     }
-    IBV_TRACE(tp, "%s port %u gid %d%s, %u rx bufs of %zu, %d credits, inline %u, rd_atom %d",
+    IBV_TRACE(tp, "%s port %u gid %d%s, %u rx bufs of %zu, %d credits, inline %u, rd_atom %d, "
+              "regcache %s",
               tp->size > 1 ? ibv_get_device_name(tp->d.ctx->device) : "-", tp->d.port,
               tp->d.gid_index, tp->d.roce ? " (RoCE)" : "", tp->nrx, tp->buf_bytes, tp->credits,
-              tp->max_inline, tp->d.attr.max_qp_rd_atom);
+              tp->max_inline, tp->d.attr.max_qp_rd_atom,
+              tp->regcache && xdev_regcache_mode(tp->regcache) ? "uffd" : "off");
     *out = tp;
     return XDEV_OK;
 }
@@ -232,8 +238,11 @@ static void poll_cq(xdev_tp_t *tp)
     for (int rounds = 0; rounds < 8; rounds++) {
         int n = ibv_poll_cq(tp->cq, POLL_BATCH, wc);
         for (int i = 0; i < n; i++) {
-            if (wr_kind_of(wc[i].wr_id) == WR_RECV)
+            unsigned kind = wr_kind_of(wc[i].wr_id);
+            if (kind == WR_RECV)
                 ibv_rx_completion(tp, &wc[i]);
+            else if (kind == WR_RMA)
+                ibv_rma_completion(tp, &wc[i]);
             else
                 ibv_tx_completion(tp, &wc[i]);
         }
@@ -297,6 +306,10 @@ const xdev_tp_ops_t xdev_ibv_ops = {
     .wait_fd = ibv_tp_wait_fd,
     .resume = ibv_resume,
     .watch = ibv_tp_watch,
+    .rndz_mode = ibv_rndz_mode,
+    .mem_expose = ibv_mem_expose,
+    .mem_release = ibv_mem_release,
+    .rma = ibv_rma,
     .shutdown = ibv_tp_shutdown,
     .close = ibv_tp_close,
 };

@@ -32,6 +32,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include "../core/regcache.h"
 #include "../core/transport.h"
 
 #define IBV_PREFIX 8
@@ -85,6 +86,17 @@ typedef struct ibv_device_choice {
     struct ibv_device_attr attr;
 } ibv_device_choice_t;
 
+/* One RMA transfer on its way (ibv_rma.c). */
+typedef struct ibv_rma {
+    struct ibv_rma *next, *prev;  /* the peer's transfers, oldest first */
+    xdev_rmaop_t *op;             /* NULL once handed back as failed */
+    xdev_reg_t *reg;
+    int peer;
+    bool write;
+    size_t len, posted;
+    unsigned outstanding;         /* work requests not yet completed */
+} ibv_rma_t;
+
 typedef struct ibv_peer {
     struct ibv_qp *qp;
     uint8_t state;
@@ -108,6 +120,7 @@ typedef struct ibv_peer {
     uint32_t sq_inflight;  /* work requests posted, not yet completed */
     bool broken;           /* a post failed: fail it from progress */
     unsigned rd_max, rd_out; /* RDMA reads allowed at once / outstanding */
+    ibv_rma_t *rma_head, *rma_tail;
     /* receiving */
     xdev_rx_t rx;
     size_t rx_got;         /* payload bytes of rx seen so far */
@@ -160,6 +173,9 @@ struct xdev_tp {
     unsigned scan_ms;      /* its period, backing off while nothing comes */
     bool shutting_down;
     char host[128];
+    xdev_regcache_t *regcache;
+    int rndz_force;        /* XDEV_IBV_RNDZ, or -1: by size */
+    size_t read_min;       /* rendezvous from this size read, below write */
 };
 
 /* XDEV_IBV_DEBUG=1: say on stderr how connections and failures go. */
@@ -194,6 +210,19 @@ void ibv_rx_repost(xdev_tp_t *tp);
 void ibv_rx_service(xdev_tp_t *tp);
 void ibv_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
 void ibv_rx_drop_held(xdev_tp_t *tp, ibv_peer_t *p);
+
+/* ibv_rma.c */
+int ibv_rma_init(xdev_tp_t *tp);
+void ibv_rma_close(xdev_tp_t *tp);
+void ibv_rma_run(xdev_tp_t *tp, ibv_peer_t *p);
+bool ibv_rma_pending(const ibv_peer_t *p);
+void ibv_rma_completion(xdev_tp_t *tp, struct ibv_wc *wc);
+void ibv_rma_fail_peer(xdev_tp_t *tp, ibv_peer_t *p);
+int ibv_rndz_mode(xdev_tp_t *tp, int peer, size_t len);
+int ibv_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
+                   xdev_mem_t *mem);
+void ibv_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
+int ibv_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
 
 /* ibv_tx.c */
 int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);

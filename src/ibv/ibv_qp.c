@@ -351,6 +351,7 @@ void ibv_peer_fail(xdev_tp_t *tp, int peer)
     }
     ibv_rx_drop_held(tp, p);
     ibv_fail_queue(tp, peer);
+    ibv_rma_fail_peer(tp, p);
     xdev_core_peer_failed(tp->dev, peer);
 }
 

@@ -134,7 +134,7 @@ static bool sendable(const ibv_peer_t *p)
 
 void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p)
 {
-    if (p->in_txlist || !p->txq_head || !sendable(p))
+    if (p->in_txlist || !sendable(p) || (!p->txq_head && !ibv_rma_pending(p)))
         return;
     p->in_txlist = true;
     p->tx_next = tp->txlist;
@@ -168,6 +168,8 @@ int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 static void run_peer(xdev_tp_t *tp, ibv_peer_t *p)
 {
     int peer = (int)(p - tp->peers);
+    if (sendable(p))
+        ibv_rma_run(tp, p);
     while (p->txq_head && sendable(p)) {
         xdev_txop_t *op = p->txq_head;
         if (!push(tp, p, peer, op))
@@ -253,7 +255,7 @@ bool ibv_tx_idle(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->size; i++) {
         ibv_peer_t *p = &tp->peers[i];
-        if (p->state != PEER_DEAD && (p->txq_head || p->sq_inflight))
+        if (p->state != PEER_DEAD && (p->txq_head || p->sq_inflight || p->rma_head))
             return false;
     }
     return true;

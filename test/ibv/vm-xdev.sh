@@ -7,13 +7,15 @@
 #
 # Each test writes "ok NAME" or "FAIL NAME" to RESULTS_DIR/results and its
 # output to RESULTS_DIR/logs/NAME.log. Names:
-#   conf-npN-CASE      test/conformance CASE on N ranks
+#   conf-npN-CASE      test/conformance CASE on N ranks (default rendezvous)
+#   conf-npN-CASE-M    ... with XDEV_IBV_RNDZ=M (read, write or send)
 #   flood-npN          test/fault fault_flood on N ranks
 #   flood-progress     ... with a progress thread
 #   finalize-active    fault_finalize_active active / clean
 #   finalize-clean
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
-#   stale-reg          test/ibv stale-registration test
+#   stale-reg-M        test/ibv/ibv_stale_reg.c with XDEV_IBV_RNDZ=M and the
+#                      userfaultfd registration cache
 #   bench              test/bench/compare-ibv.sh (figures in bench.txt)
 set -u
 R=${1:?usage: vm-xdev.sh RESULTS_DIR}
@@ -54,6 +56,9 @@ run() {  # run NAME SECONDS CMD...
 while read -r t; do
     [ -n "$t" ] || continue
     case "$t" in
+        conf-np*-*-read|conf-np*-*-write|conf-np*-*-send)
+            np=${t#conf-np}; np=${np%%-*}; c=${t#conf-np$np-}; m=${c##*-}; c=${c%-*}
+            XDEV_IBV_RNDZ=$m run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
         conf-np*-*)
             np=${t#conf-np}; np=${np%%-*}; c=${t#conf-np$np-}
             run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
@@ -73,8 +78,9 @@ while read -r t; do
             np=${t#peer-kill-np}
             XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
                 "$XDEVRUN" "$np" "$B/test/fault/fault_peer_kill" ;;
-        stale-reg)
-            run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/ibv/ibv-stale-reg" ;;
+        stale-reg-*)
+            XDEV_IBV_RNDZ=${t#stale-reg-} XDEV_REGCACHE=uffd run "$t" 150 "$XDEVRUN" --timeout 140 \
+                -n 2 "$B/test/ibv/ibv-stale-reg" ;;
         bench)
             run "$t" 900 bash "$SRC/test/bench/compare-ibv.sh" "$B" "$R/bench.txt" ;;
         *)
