@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# compare-ibv.sh BUILD_DIR OUT_FILE [ROUNDS]
+#
+# xdev over ibv beside perftest on the same RDMA device, run where the
+# device is (inside the Soft-RoCE VM: test/ibv/xdev-vm.sh BUILD RESULTS bench).
+# Each of ROUNDS rounds (default 5) runs every measurement once, in an order
+# that rotates from round to round:
+#   ib_send_lat     perftest, 8 bytes (RC send/recv, what xdev's eager path is)
+#   xdev-lat        xdev-bench latency, 8 bytes, over --transport ibv
+#   ib_write_bw     perftest, 4 MiB RDMA writes
+#   xdev-bw-write   xdev-bench bw, 4 MiB, rendezvous by RDMA write
+#   xdev-bw-read    the same with XDEV_IBV_RNDZ=read
+# and prints each one's median, and the ratios the README quotes:
+#   latency  xdev-lat / ib_send_lat (both averages, in us): at most 1.3
+#   bw       xdev-bw-write / ib_write_bw (MB/s): at least 0.9
+# The figures and the ratios go to OUT_FILE too.
+#
+# Environment: IBV_DEV (default rxe0), IBV_GID (default 1), LAT_ITERS
+# (default 2000), BW_BYTES (bytes moved per bandwidth run, default 256 MiB).
+set -uo pipefail
+export LC_ALL=C
+[ $# -ge 2 ] || { sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 1
+out=$2
+rounds=${3:-5}
+dev=${IBV_DEV:-rxe0}
+gid=${IBV_GID:-1}
+lat_iters=${LAT_ITERS:-2000}
+bw_bytes=${BW_BYTES:-$((256 << 20))}
+size=$((4 << 20))
+bw_n=$((bw_bytes / size))
+window=8
+bw_iters=$(( bw_n / window > 0 ? bw_n / window : 1 ))
+xdevrun=$build/src/tools/xdevrun
+bench=$build/src/tools/xdev-bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+port=19000
+failed=0
+
+# perftest NAME ARGS...: server in the background, client against it; the
+# client's result line is left in $tmp/NAME.out.
+perftest() {
+    local tool=$1; shift
+    port=$((port + 1))
+    "$tool" -d "$dev" -x "$gid" -p "$port" "$@" > "$tmp/srv" 2>&1 &
+    local spid=$!
+    local i
+    for i in $(seq 100); do
+        ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+        sleep 0.1
+    done
+    timeout 300 "$tool" -d "$dev" -x "$gid" -p "$port" "$@" 127.0.0.1 > "$tmp/cli" 2>&1
+    local rc=$?
+    wait "$spid" || rc=1
+    [ $rc -eq 0 ] || { echo "$tool failed:" >&2; tail -5 "$tmp/cli" "$tmp/srv" >&2; }
+    return $rc
+}
+
+measure() {  # measure NAME -> one number on stdout
+    case $1 in
+        ib_send_lat)
+            perftest ib_send_lat -s 8 -n "$lat_iters" || return 1
+            # bytes iterations t_min t_max t_typical t_avg ...
+            awk '$1 == 8 && NF >= 9 {print $6; exit}' "$tmp/cli" ;;
+        ib_write_bw)
+            perftest ib_write_bw -s "$size" -n "$bw_n" || return 1
+            # bytes iterations BW_peak BW_average MsgRate (MB/s = 2^20 B/s)
+            awk -v s="$size" '$1 == s && NF >= 5 {printf "%.3f\n", $4 * 1.048576; exit}' "$tmp/cli" ;;
+        xdev-lat)
+            timeout 300 "$xdevrun" -n 2 --transport ibv "$bench" --tests latency --min 8 --max 8 \
+                --iters "$lat_iters" --csv > "$tmp/x" 2>&1 || { cat "$tmp/x" >&2; return 1; }
+            awk -F, '$1 == "latency" {print $4}' "$tmp/x" ;;
+        xdev-bw-write|xdev-bw-read)
+            XDEV_IBV_RNDZ=${1#xdev-bw-} timeout 300 "$xdevrun" -n 2 --transport ibv "$bench" \
+                --tests bw --min "$size" --max "$size" --window "$window" --iters "$bw_iters" \
+                --warmup 1 --csv > "$tmp/x" 2>&1 || { cat "$tmp/x" >&2; return 1; }
+            awk -F, '$1 == "bw" {print $4}' "$tmp/x" ;;
+    esac
+}
+
+systems=(ib_send_lat xdev-lat ib_write_bw xdev-bw-write xdev-bw-read)
+n=${#systems[@]}
+for ((r = 0; r < rounds; r++)); do
+    for ((k = 0; k < n; k++)); do
+        s=${systems[$(((k + r) % n))]}
+        v=$(measure "$s")
+        if [ -n "$v" ]; then
+            echo "$v" >> "$tmp/$s.vals"
+            echo "round $((r + 1)) $s $v"
+        else
+            echo "round $((r + 1)) $s FAILED"
+            failed=1
+        fi
+    done
+done
+
+median() { sort -g "$tmp/$1.vals" 2>/dev/null | awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+{
+    echo "# xdev over ibv vs perftest on $dev (gid $gid), $(uname -r), $(nproc) cpus, $rounds rounds, medians"
+    echo "# latency: average us of 8-byte ping-pong ($lat_iters iterations); bw: MB/s (10^6) of 4 MiB messages, $bw_n per run"
+    for s in "${systems[@]}"; do printf '%-14s %s\n' "$s" "$(median "$s")"; done
+    lat_ratio=$(awk -v a="$(median xdev-lat)" -v b="$(median ib_send_lat)" 'BEGIN {if (b > 0) printf "%.2f", a / b}')
+    bw_ratio=$(awk -v a="$(median xdev-bw-write)" -v b="$(median ib_write_bw)" 'BEGIN {if (b > 0) printf "%.2f", a / b}')
+    rd_ratio=$(awk -v a="$(median xdev-bw-read)" -v b="$(median ib_write_bw)" 'BEGIN {if (b > 0) printf "%.2f", a / b}')
+    echo "ratio latency xdev/ib_send_lat = $lat_ratio (bar: <= 1.3)"
+    echo "ratio bw xdev(write)/ib_write_bw = $bw_ratio (bar: >= 0.9)"
+    echo "ratio bw xdev(read)/ib_write_bw = $rd_ratio"
+} | tee -a "$out"
+exit $failed
