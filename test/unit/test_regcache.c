@@ -109,7 +109,15 @@ static void test_malloc(xdev_regcache_t *c)
         }
         free(q);
     }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* The sanitizers' allocators keep freed blocks in quarantine: the same
+     * address never comes back, so there is nothing stale to catch. */
+    if (!same)
+        fprintf(stderr, "malloc reuse: the sanitizer's allocator never reuses an address; "
+                        "checked in the plain build\n");
+#else
     CHECK(same > 0); /* otherwise this proved nothing */
+#endif
 }
 
 static void test_off(void)
