@@ -279,7 +279,9 @@ static int ibv_tp_wait_fd(xdev_tp_t *tp)
         tp->cq_armed = true;
         return -1;
     }
-    if (tp->service || tp->txlist)
+    /* Held arrivals to deliver: no sleeping. (Queued sends can wait: only a
+     * completion, which wakes us, gives them credits or buffers.) */
+    if (tp->service)
         return -1;
     tp->next_timer_ms = 0; /* look at the events as soon as we wake */
     return tp->epfd;
