@@ -5,7 +5,9 @@
  * Sizes (environment): XDEV_IBV_BUF (bytes per eager buffer, default
  * 16 KiB), XDEV_IBV_RX_BUFS (receive buffers on the SRQ, default 256, the
  * same for any number of peers until each peer would get fewer than 3),
- * XDEV_IBV_TX_BUFS (send buffers, default 64).
+ * XDEV_IBV_TX_BUFS (send buffers, default 64). Dead peers: XDEV_IBV_PIDFD
+ * (default 1: watch peers on this host through a pidfd) and
+ * XDEV_IBV_KEEPALIVE_MS (default 2000, 0 for none; see ibv_qp.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #define INLINE_WANT 256
 #define POLL_BATCH 32
 #define TIMER_MS 1
+#define DEFAULT_KEEPALIVE_MS 2000
 
 int ibv_debug;
 
@@ -63,7 +66,9 @@ static int setup_pool(xdev_tp_t *tp)
     if (!tp->pool || !tp->bufs || !tp->repost || !tp->dirty)
         return XDEV_ERR_NOMEM;
     tp->pool_mr = ibv_reg_mr(tp->pd, tp->pool, total, IBV_ACCESS_LOCAL_WRITE);
-    if (!tp->pool_mr)
+    tp->ka_mr = ibv_reg_mr(tp->pd, &tp->ka_slot, sizeof tp->ka_slot,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!tp->pool_mr || !tp->ka_mr)
         return XDEV_ERR_SYSTEM;
     for (uint32_t i = tp->nrx; i < tp->nrx + tp->ntx; i++) {
         tp->bufs[i].next = tp->tx_free;
@@ -140,6 +145,8 @@ static void ibv_tp_close(xdev_tp_t *tp)
         ibv_destroy_comp_channel(tp->chan);
     if (tp->pool_mr)
         ibv_dereg_mr(tp->pool_mr);
+    if (tp->ka_mr)
+        ibv_dereg_mr(tp->ka_mr);
     if (tp->pd)
         ibv_dealloc_pd(tp->pd);
     ibv_dev_release(&tp->d);
@@ -168,9 +175,14 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
     tp->peer_timeout_ms = prm->peer_timeout_ms;
     tp->scan_ms = 1;
     tp->unsettled = prm->size > 1 ? (unsigned)prm->size - 1 : 0;
+    const char *pf = getenv("XDEV_IBV_PIDFD");
+    tp->use_pidfd = !pf || strcmp(pf, "0");
+    size_t ka;
+    int rc_ka = env_size("XDEV_IBV_KEEPALIVE_MS", DEFAULT_KEEPALIVE_MS, 0, 3600000, &ka);
+    tp->keepalive_ms = (unsigned)ka;
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
     tp->peers = calloc((size_t)prm->size, sizeof *tp->peers);
-    int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : XDEV_OK;
+    int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : rc_ka;
     for (int i = 0; tp->peers && i < prm->size; i++)
         tp->peers[i].pidfd = -1;
     if (prm->size > 1 && rc == XDEV_OK) {
@@ -267,6 +279,7 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
         ibv_check_exits(tp);
         if (tp->unsettled)
             ibv_connect_timers(tp, now);
+        ibv_keepalive(tp, now);
     }
 }
 

@@ -71,6 +71,8 @@ typedef struct ibv_addr {
     unsigned rd_atom;  /* RDMA reads it will answer at once */
     uint64_t eager_limit;
     long pid;
+    uint64_t ka_addr;  /* its keepalive slot, for an RDMA write */
+    uint32_t ka_rkey;
     char host[128];    /* same value: pid means a process on our host */
     bool ready;        /* its QP is ready to receive from us */
 } ibv_addr_t;
@@ -108,6 +110,9 @@ typedef struct ibv_peer {
     bool rx_active;        /* in the middle of a message */
     bool in_service;
     bool settled;          /* ready both ways, or dead: no more to look up */
+    bool heard;            /* something arrived since the last keepalive look */
+    uint64_t ka_addr;      /* its keepalive slot */
+    uint32_t ka_rkey;
     uint32_t psn;
     uint64_t give_up_ms;
     int pidfd;
@@ -170,6 +175,11 @@ struct xdev_tp {
     unsigned unsettled;    /* peers neither ready both ways nor dead */
     uint64_t next_timer_ms; /* next look at events and connections */
     uint64_t next_scan_ms; /* next look for peers who want us */
+    uint64_t next_keepalive_ms;
+    unsigned keepalive_ms; /* XDEV_IBV_KEEPALIVE_MS; 0: none */
+    bool use_pidfd;        /* XDEV_IBV_PIDFD */
+    uint64_t ka_slot;      /* peers' keepalives write here */
+    struct ibv_mr *ka_mr;
     unsigned scan_ms;      /* its period, backing off while nothing comes */
     bool shutting_down;
     char host[128];
@@ -183,9 +193,9 @@ extern int ibv_debug;
 #define IBV_TRACE(tp, ...)                                                      \
     do {                                                                        \
         if (ibv_debug) {                                                        \
-            fprintf(stderr, "xdev-ibv[%d]: ", (tp)->rank);                      \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
+            char trace_[256];                                                   \
+            snprintf(trace_, sizeof trace_, __VA_ARGS__);                       \
+            fprintf(stderr, "xdev-ibv[%d]: %s\n", (tp)->rank, trace_);          \
         }                                                                       \
     } while (0)
 
@@ -199,6 +209,7 @@ void ibv_peer_remote_ready(xdev_tp_t *tp, ibv_peer_t *p);
 void ibv_connect_timers(xdev_tp_t *tp, uint64_t now);
 void ibv_peer_fail(xdev_tp_t *tp, int peer);
 void ibv_check_exits(xdev_tp_t *tp);
+void ibv_keepalive(xdev_tp_t *tp, uint64_t now);
 void ibv_peer_close(xdev_tp_t *tp, ibv_peer_t *p);
 int ibv_peer_of_qpn(xdev_tp_t *tp, uint32_t qpn);
 void ibv_host_id(char *out, size_t cap);
@@ -230,6 +241,8 @@ void ibv_tx_completion(xdev_tp_t *tp, struct ibv_wc *wc);
 void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p);
 void ibv_tx_run(xdev_tp_t *tp);
 void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p);
+void ibv_tx_credit_msg(xdev_tp_t *tp, ibv_peer_t *p);
+void ibv_tx_keepalive(xdev_tp_t *tp, ibv_peer_t *p);
 void ibv_fail_queue(xdev_tp_t *tp, int peer);
 bool ibv_tx_idle(xdev_tp_t *tp);
 

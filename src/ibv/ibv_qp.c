@@ -29,8 +29,12 @@
  * (it published its pid and host identity), so a receive from it fails at
  * once, without any traffic. Its last messages were completed (acked) into
  * our CQ before it exited, so they are delivered before it is declared
- * dead. A peer on another host with no traffic to it is noticed by the
- * next send; see README for this limit.
+ * dead. A peer on another host (or any, with XDEV_IBV_PIDFD=0) that we
+ * talked to but hear nothing from gets a keepalive every
+ * XDEV_IBV_KEEPALIVE_MS: an 8-byte RDMA write into a slot the peer
+ * published, which completes in error once retries to a QP that is gone
+ * run out (and, unlike a send, uses none of the peer's receive buffers
+ * while the peer is busy elsewhere).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,7 +50,7 @@
 #define SCAN_MIN_MS 1
 #define SCAN_MAX_MS 20
 #define ACK_TIMEOUT 16  /* 4.096 us * 2^16 = 268 ms per try */
-#define RETRY_COUNT 7
+#define RETRY_COUNT 6   /* 7 would be "forever" on rxe, as rnr_retry 7 is everywhere */
 #define RNR_RETRY 7     /* "forever"; credits keep the SRQ from running dry */
 #define MAX_RD_ATOM 16
 
@@ -103,11 +107,13 @@ static int publish(xdev_tp_t *tp, int peer, bool ready)
     for (int i = 0; i < 16; i++)
         snprintf(gid + 2 * i, 3, "%02x", tp->d.gid.raw[i]);
     key_name(key, sizeof key, peer);
-    snprintf(v, sizeof v, "%" PRIu32 " %" PRIu32 " %u %s %u %u %zu %ld %d %s", p->qp->qp_num,
+    snprintf(v, sizeof v, "%" PRIu32 " %" PRIu32 " %u %s %u %u %zu %ld %d %" PRIx64 " %" PRIu32 " %s",
+             p->qp->qp_num,
              p->psn, (unsigned)tp->d.lid, gid, (unsigned)tp->d.mtu,
              (unsigned)(tp->d.attr.max_qp_rd_atom < MAX_RD_ATOM ? tp->d.attr.max_qp_rd_atom
                                                                  : MAX_RD_ATOM),
-             tp->eager_limit, (long)getpid(), ready ? 1 : 0, tp->host);
+             tp->eager_limit, (long)getpid(), ready ? 1 : 0, (uint64_t)(uintptr_t)&tp->ka_slot,
+             tp->ka_mr->rkey, tp->host);
     return xdev_boot_publish(tp->dev, key, v);
 }
 
@@ -120,9 +126,9 @@ static int lookup(xdev_tp_t *tp, int peer, ibv_addr_t *a)
     if (rc <= 0)
         return rc;
     int ready;
-    if (sscanf(v, "%" SCNu32 " %" SCNu32 " %hu %32s %u %u %" SCNu64 " %ld %d %127s", &a->qpn,
-               &a->psn, &a->lid, gid, &a->mtu, &a->rd_atom, &a->eager_limit, &a->pid, &ready,
-               a->host) != 10 || strlen(gid) != 32)
+    if (sscanf(v, "%" SCNu32 " %" SCNu32 " %hu %32s %u %u %" SCNu64 " %ld %d %" SCNx64 " %" SCNu32
+                  " %127s", &a->qpn, &a->psn, &a->lid, gid, &a->mtu, &a->rd_atom, &a->eager_limit,
+               &a->pid, &ready, &a->ka_addr, &a->ka_rkey, a->host) != 12 || strlen(gid) != 32)
         return XDEV_ERR_PEER;
     for (int i = 0; i < 16; i++) {
         unsigned b;
@@ -215,7 +221,7 @@ static int qp_ready(xdev_tp_t *tp, ibv_peer_t *p, const ibv_addr_t *r)
 static int watch_pid(xdev_tp_t *tp, int peer, const ibv_addr_t *r)
 {
     ibv_peer_t *p = &tp->peers[peer];
-    if (strcmp(r->host, tp->host) || r->pid <= 0 || p->pidfd >= 0)
+    if (!tp->use_pidfd || strcmp(r->host, tp->host) || r->pid <= 0 || p->pidfd >= 0)
         return XDEV_OK;
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid, 0);
     if (fd < 0)
@@ -275,6 +281,8 @@ static void peer_up(xdev_tp_t *tp, int peer, const ibv_addr_t *r)
         return;
     }
     xdev_core_peer_eager_limit(tp->dev, peer, (size_t)r->eager_limit);
+    p->ka_addr = r->ka_addr;
+    p->ka_rkey = r->ka_rkey;
     set_state(tp, p, PEER_UP);
     if (r->ready)
         ibv_peer_remote_ready(tp, p);
@@ -363,6 +371,24 @@ void ibv_check_exits(xdev_tp_t *tp)
         ibv_peer_t *p = &tp->peers[peer];
         if (p->exited && p->state != PEER_DEAD && !p->paused && !p->pend_head)
             ibv_peer_fail(tp, peer);
+    }
+}
+
+/* Peers whose death no pidfd would tell us of, that we talked to, have
+ * nothing in flight that would fail, and sent us nothing lately. */
+void ibv_keepalive(xdev_tp_t *tp, uint64_t now)
+{
+    if (!tp->keepalive_ms || now < tp->next_keepalive_ms)
+        return;
+    tp->next_keepalive_ms = now + tp->keepalive_ms;
+    for (int peer = 0; peer < tp->size; peer++) {
+        ibv_peer_t *p = &tp->peers[peer];
+        if (p->state == PEER_UP && p->remote_ready && p->wanted && p->pidfd < 0 &&
+            !p->sq_inflight && !p->heard) {
+            IBV_TRACE(tp, "peer %d: keepalive", peer);
+            ibv_tx_keepalive(tp, p);
+        }
+        p->heard = false;
     }
 }
 

@@ -169,6 +169,7 @@ void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
     }
     ibv_peer_t *p = &tp->peers[peer];
     uint32_t imm = wc->wc_flags & IBV_WC_WITH_IMM ? ntohl(wc->imm_data) : 0;
+    p->heard = true;
     if (!p->remote_ready)
         ibv_peer_remote_ready(tp, p); /* it sent: its QP is ready */
     if (imm & IMM_CREDITS_MASK) {

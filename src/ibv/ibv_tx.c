@@ -209,6 +209,15 @@ void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p)
         return;
     if (p->txq_head && p->credits > 0)
         return; /* the next fragment carries them */
+    ibv_tx_credit_msg(tp, p);
+}
+
+/* A message of no payload carrying what credits we owe. The receiver
+ * reposts its buffer at once and owes nothing for it. */
+void ibv_tx_credit_msg(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    if (!sendable(p) || !can_post(tp, p))
+        return;
     struct ibv_send_wr wr = {
         .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)(p - tp->peers), 0),
         .num_sge = 0,
@@ -216,6 +225,28 @@ void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p)
         .send_flags = IBV_SEND_SIGNALED,
         .imm_data = htonl(take_grant(p) | IMM_CREDIT_ONLY),
     };
+    post(p, &wr);
+}
+
+/* An RDMA write into the peer's keepalive slot: it uses no receive buffer
+ * of the peer's, however long the peer does not look, and completes in
+ * error once retries to a QP that is gone run out. */
+void ibv_tx_keepalive(xdev_tp_t *tp, ibv_peer_t *p)
+{
+    if (!sendable(p) || !can_post(tp, p) || !p->ka_rkey)
+        return;
+    uint64_t beat = 1;
+    struct ibv_sge sge = { .addr = (uintptr_t)&beat, .length = sizeof beat };
+    struct ibv_send_wr wr = {
+        .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)(p - tp->peers), 0),
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_RDMA_WRITE,
+        .send_flags = IBV_SEND_SIGNALED | (sizeof beat <= tp->max_inline ? IBV_SEND_INLINE : 0),
+        .wr.rdma = { .remote_addr = p->ka_addr, .rkey = p->ka_rkey },
+    };
+    if (!(wr.send_flags & IBV_SEND_INLINE))
+        return; /* (every device inlines 8 bytes; no registered buffer here) */
     post(p, &wr);
 }
 

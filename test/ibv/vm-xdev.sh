@@ -14,6 +14,8 @@
 #   finalize-active    fault_finalize_active active / clean
 #   finalize-clean
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
+#   peer-kill-npN-keepalive  ... noticed by keepalives alone (XDEV_IBV_PIDFD=0,
+#                      as for a peer on another host)
 #   stale-reg-M        test/ibv/ibv_stale_reg.c with XDEV_IBV_RNDZ=M and the
 #                      userfaultfd registration cache
 #   bench              test/bench/compare-ibv.sh (figures in bench.txt)
@@ -77,6 +79,10 @@ while read -r t; do
                 "$B/test/fault/fault_finalize_active" active ;;
         finalize-clean)
             run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_finalize_active" clean ;;
+        peer-kill-np*-keepalive)
+            np=${t#peer-kill-np}; np=${np%-keepalive}
+            XDEV_IBV_PIDFD=0 XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
+                "$XDEVRUN" "$np" "$B/test/fault/fault_peer_kill" ;;
         peer-kill-np*)
             np=${t#peer-kill-np}
             XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
