@@ -272,6 +272,12 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
     poll_cq(tp);
     ibv_rx_repost(tp);
     ibv_tx_run(tp);
+    /* The clock is read every 64th poll (a clock read may be a system call
+     * in a VM) or after a sleep: timers (connections, exits, keepalives)
+     * need no finer grain. */
+    if (!tp->timer_due && (++tp->polls & 63))
+        return;
+    tp->timer_due = false;
     uint64_t now = xdev_now_ms();
     if (now >= tp->next_timer_ms) {
         tp->next_timer_ms = now + TIMER_MS;
@@ -297,6 +303,7 @@ static int ibv_tp_wait_fd(xdev_tp_t *tp)
     if (tp->service)
         return -1;
     tp->next_timer_ms = 0; /* look at the events as soon as we wake */
+    tp->timer_due = true;
     return tp->epfd;
 }
 

@@ -174,6 +174,8 @@ struct xdev_tp {
     unsigned nup;
     unsigned unsettled;    /* peers neither ready both ways nor dead */
     uint64_t next_timer_ms; /* next look at events and connections */
+    unsigned polls;
+    bool timer_due;        /* look at the clock in the next progress call */
     uint64_t next_scan_ms; /* next look for peers who want us */
     uint64_t next_keepalive_ms;
     unsigned keepalive_ms; /* XDEV_IBV_KEEPALIVE_MS; 0: none */

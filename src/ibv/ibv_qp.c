@@ -305,6 +305,7 @@ void ibv_want_peer(xdev_tp_t *tp, int peer)
     IBV_TRACE(tp, "peer %d: wanted, qpn %u published", peer, p->qp ? p->qp->qp_num : 0);
     tp->next_scan_ms = 0;
     tp->scan_ms = SCAN_MIN_MS;
+    tp->timer_due = true;
 }
 
 /* Move every connection along: ours that wait for the peer, and peers

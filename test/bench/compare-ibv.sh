@@ -24,8 +24,12 @@
 # The UCX figures are for reference: a UCX run that fails does not fail
 # the comparison.# The figures and the ratios go to OUT_FILE too.
 #
+# xdev runs with XDEV_THREADS=single, as perftest and ucx_perftest are
+# single-threaded too.
+#
 # Environment: IBV_DEV (default rxe0), IBV_GID (default 1), LAT_ITERS
-# (default 2000), BW_BYTES (bytes moved per bandwidth run, default 256 MiB).
+# (default 2000), BW_BYTES (bytes moved per bandwidth run, default 256 MiB),
+# SYSTEMS (a subset of the names above, e.g. "ib_send_lat xdev-lat").
 set -uo pipefail
 export LC_ALL=C
 [ $# -ge 2 ] || { sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -110,13 +114,14 @@ measure() {  # measure NAME -> one number on stdout
     esac
 }
 
-systems=(ib_send_lat xdev-lat ib_write_bw xdev-bw-write xdev-bw-read ucx-am-lat ucx-put-bw)
+systems=(${SYSTEMS:-ib_send_lat xdev-lat ib_write_bw xdev-bw-write xdev-bw-read ucx-am-lat ucx-put-bw})
+export XDEV_THREADS=single
 n=${#systems[@]}
 for ((r = 0; r < rounds; r++)); do
     for ((k = 0; k < n; k++)); do
         s=${systems[$(((k + r) % n))]}
         v=$(measure "$s")
-        if [ -n "$v" ]; then
+        if [ -n "$v" ] && awk -v v="$v" 'BEGIN {exit !(v > 0)}'; then
             echo "$v" >> "$tmp/$s.vals"
             printf '%03d %s\n' "$r" "$v" >> "$tmp/$s.byround"
             echo "round $((r + 1)) $s $v"
