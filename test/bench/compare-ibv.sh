@@ -29,7 +29,7 @@
 #
 # Environment: IBV_DEV (default rxe0), IBV_GID (default 1), LAT_ITERS
 # (default 2000), BW_BYTES (bytes moved per bandwidth run, default 256 MiB),
-# SYSTEMS (a subset of the names above, e.g. "ib_send_lat xdev-lat").
+# SYSTEMS (a subset of the names above, e.g. "ib_send_lat,xdev-lat").
 set -uo pipefail
 export LC_ALL=C
 [ $# -ge 2 ] || { sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -114,7 +114,9 @@ measure() {  # measure NAME -> one number on stdout
     esac
 }
 
-systems=(${SYSTEMS:-ib_send_lat xdev-lat ib_write_bw xdev-bw-write xdev-bw-read ucx-am-lat ucx-put-bw})
+all="ib_send_lat xdev-lat ib_write_bw xdev-bw-write xdev-bw-read ucx-am-lat ucx-put-bw"
+sel=${SYSTEMS:-$all}
+systems=(${sel//,/ })
 export XDEV_THREADS=single
 n=${#systems[@]}
 for ((r = 0; r < rounds; r++)); do
