@@ -142,7 +142,7 @@ awk -v m="${lat_min:-0}" '$2 <= 2 * m' "$tmp/ib_send_lat.byround" > "$tmp/fast.b
 slow=$(( $(wc -l < "$tmp/ib_send_lat.byround" 2>/dev/null || echo 0) - $(wc -l < "$tmp/fast.byround") ))
 # ratio A B [ROUNDS]: the median over rounds of A/B within each round
 ratio() {
-    join "$tmp/$1.byround" "$tmp/$2.byround" 2>/dev/null | join - "${3:-$tmp/$2.byround}" |
+    join "$tmp/$1.byround" "$tmp/$2.byround" 2>/dev/null | join - "${3:-$tmp/$2.byround}" 2>/dev/null |
         awk '$3 > 0 {print $2 / $3}' | med | awk '{printf "%.2f", $1}'
 }
 {
