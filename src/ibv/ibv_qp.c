@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "ibv.h"
 
@@ -223,9 +222,9 @@ static int watch_pid(xdev_tp_t *tp, int peer, const ibv_addr_t *r)
     ibv_peer_t *p = &tp->peers[peer];
     if (!tp->use_pidfd || strcmp(r->host, tp->host) || r->pid <= 0 || p->pidfd >= 0)
         return XDEV_OK;
-    int fd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid, 0);
-    if (fd < 0)
-        return errno == ESRCH ? XDEV_ERR_PEER : XDEV_OK; /* no pidfds: errors only */
+    int fd = xdev_pidfd_open((int)r->pid);
+    if (fd < 0) /* no pidfds: errors and keepalives only */
+        return xdev_process_gone((int)r->pid) ? XDEV_ERR_PEER : XDEV_OK;
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer + 1 };
     epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev);
     p->pidfd = fd;
