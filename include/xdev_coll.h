@@ -42,18 +42,23 @@
  * rank sends a zero-byte failure notice (tag 0x7fffffff on the group's
  * context) to every other member, and each member keeps a receive for that
  * notice posted while the group exists; waiting inside a collective watches
- * it beside the collective's own requests. So every rank whose part of the
- * collective depends, directly or through others, on the failed or dead rank
- * returns XDEV_ERR_PEER instead of hanging; in barrier, allgather(v),
- * alltoall(v), allreduce and reduce_scatter that is every member. (A rank
- * whose part was already complete, e.g. a leaf of a broadcast, may return
- * XDEV_OK; its next collective on the group then fails.) After a collective
- * has failed the group is broken: every later collective on it returns the
- * same error at once, and the only thing left to do is
- * xdev_coll_group_free. Requests the failed collective had posted may still
- * complete into that collective's buffers until xdev_finalize; their storage
- * is kept by the library (xdev_finalize then reports them as abandoned with
- * XDEV_ERR_CANCELED).
+ * it beside the collective's own requests. So every rank whose result
+ * depends, directly or through others, on the failed or dead rank returns
+ * XDEV_ERR_PEER instead of hanging; in barrier, allgather(v), alltoall(v),
+ * allreduce and reduce_scatter that is every member, except one that the
+ * dead rank's data had already reached (through a completed exchange)
+ * before it died: its result is complete and correct, and it may return
+ * XDEV_OK, as may a member whose part never needed the dead rank (a
+ * broadcast outside the dead rank's subtree). Such a member learns of the
+ * failure in its next collective that receives a notice or needs the dead
+ * rank. After a collective has failed the group
+ * is broken: every later collective on it returns the same error at once,
+ * and the only thing left to do is xdev_coll_group_free. Notices may still
+ * arrive on its context afterwards, so that context is not to be given to
+ * a new group. Requests the failed collective had posted may still
+ * complete into that collective's buffers until xdev_finalize; their
+ * storage is kept by the library (xdev_finalize then reports them as
+ * abandoned with XDEV_ERR_CANCELED).
  *
  * Algorithms are picked per call from the message size and the group size
  * and can be forced or re-tuned with XDEV_COLL_* environment variables, read

@@ -43,6 +43,7 @@ enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
 typedef struct coll_config {
     int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
     size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
+    long spin_ns;             /* busy-poll this long before yielding the CPU */
 } coll_config_t;
 
 struct xdev_coll_group {
@@ -63,7 +64,7 @@ struct xdev_coll_group {
 };
 
 /* config.c */
-int coll_config_load(coll_config_t *cfg);
+int coll_config_load(coll_config_t *cfg, int group_size);
 /* The algorithm for a call of `family` moving `bytes` (the size the
  * thresholds are compared with); `long_ok` is 0 when the long algorithm
  * cannot serve this call. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll.h"
 
@@ -50,9 +51,21 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-int coll_config_load(coll_config_t *cfg)
+/* A waiting member busy-polls, as MPI libraries do, for up to this long
+ * before it starts yielding the CPU, when the group fits on this machine's
+ * CPUs: measured here, yielding any sooner hands the core to whatever else
+ * runs and costs far more than it saves. When the group does not fit, the
+ * member it waits for may need this very CPU, so it yields at once. */
+#define DEFAULT_SPIN_US 1000000
+
+int coll_config_load(coll_config_t *cfg, int group_size)
 {
     char var[64];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t spin_us = group_size <= ncpu ? DEFAULT_SPIN_US : 0;
+    const char *sv = getenv("XDEV_COLL_SPIN_US");
+    if (sv && *sv && (parse_size(sv, &spin_us) != 0 || spin_us > 10000000)) return XDEV_ERR_INIT;
+    cfg->spin_ns = (long)spin_us * 1000;
     for (int f = 0; f < F_COUNT; f++) {
         const struct family_desc *d = &families[f];
         cfg->forced[f] = COLL_AUTO;

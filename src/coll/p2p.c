@@ -7,12 +7,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "coll.h"
 
-/* Empty polls of the batch before each further poll yields the CPU: ranks
- * often outnumber cores, and the rank we wait for needs the CPU we spin on. */
-#define SPINS_BEFORE_YIELD 16
 #define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
 #define SEQ_MASK 0xfffff /* tags: seq << 8 | phase stays below 2^28 */
 
@@ -119,9 +117,17 @@ int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase)
 
 /* Requests are tested in place (an active request must not move); a reaped
  * one is marked, and the batch shrinks from its end. */
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
 int coll_waitall(xdev_coll_group_t *g)
 {
     int spins = 0;
+    long idle_since = 0;
     int first_error = XDEV_OK;
     while (g->nreq > 0) {
         int progressed = 0;
@@ -146,8 +152,16 @@ int coll_waitall(xdev_coll_group_t *g)
             g->broken = XDEV_ERR_PEER;
             return XDEV_ERR_PEER;
         }
-        if (progressed) spins = 0;
-        else if (++spins > SPINS_BEFORE_YIELD) sched_yield();
+        /* Busy-poll for cfg.spin_ns of idleness, then yield each poll:
+         * ranks may outnumber cores, and the one we wait for may need ours. */
+        if (progressed) {
+            spins = 0;
+            idle_since = 0;
+        } else if (++spins > 1) {
+            long t = now_ns();
+            if (!idle_since) idle_since = t;
+            else if (t - idle_since >= g->cfg.spin_ns) sched_yield();
+        }
     }
     return XDEV_OK;
 }
