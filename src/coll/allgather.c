@@ -1,0 +1,64 @@
+/*
+ * allgather.c - allgather(v): for short messages a binomial gather to
+ * member 0 then a binomial broadcast of the whole (2 log p steps); for long
+ * ones a ring of p - 1 steps in which each member passes on the block it
+ * received in the step before (bandwidth-optimal). allgatherv uses the ring.
+ */
+#include <stdlib.h>
+
+#include "coll.h"
+
+enum { PH_GATHER, PH_BCAST, PH_RING };
+
+/* Ring over blocks with per-member counts and displacements (bytes). */
+static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
+                          const size_t *counts, const size_t *displs)
+{
+    int p = g->size, r = g->rank, rc;
+    int right = (r + 1) % p, left = (r + p - 1) % p;
+    coll_copy(coll_at(rbuf, displs[r]), sbuf, len);
+    for (int s = 0; s < p - 1; s++) {
+        int sb = (r - s + p) % p, rb = (r - s - 1 + p) % p;
+        if ((rc = coll_irecv(g, coll_at(rbuf, displs[rb]), counts[rb], left, PH_RING))) return rc;
+        if ((rc = coll_isend(g, coll_at(rbuf, displs[sb]), counts[sb], right, PH_RING))) return rc;
+        if ((rc = coll_waitall(g))) return rc;
+    }
+    return XDEV_OK;
+}
+
+int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf)
+{
+    if (!g || !coll_buf_ok(sbuf, len)) return XDEV_ERR_ARG;
+    int ok = 1;
+    size_t total = coll_bytes(len, (size_t)g->size, &ok);
+    if (!ok || !coll_buf_ok(rbuf, total)) return XDEV_ERR_ARG;
+    int rc = coll_begin(g);
+    if (rc) return rc;
+    if (coll_pick(g, F_ALLGATHER, total, 1) == ALLGATHER_RING) {
+        size_t *cd = malloc(2 * sizeof *cd * (size_t)g->size);
+        if (!cd) return coll_end(g, XDEV_ERR_NOMEM);
+        for (int i = 0; i < g->size; i++) {
+            cd[i] = len;
+            cd[g->size + i] = (size_t)i * len;
+        }
+        rc = allgather_ring(g, sbuf, len, rbuf, cd, cd + g->size);
+        free(cd);
+    } else {
+        rc = coll_gather_binomial(g, sbuf, len, rbuf, 0, PH_GATHER);
+        if (!rc) rc = coll_bcast_binomial(g, rbuf, total, 0, PH_BCAST);
+    }
+    return coll_end(g, rc);
+}
+
+int xdev_coll_allgatherv(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
+                         const size_t *counts, const size_t *displs)
+{
+    if (!g || !coll_buf_ok(sbuf, len) || !counts || !displs || counts[g->rank] != len)
+        return XDEV_ERR_ARG;
+    for (int i = 0; i < g->size; i++)
+        if (!coll_buf_ok(rbuf, counts[i]) || (counts[i] && displs[i] > SIZE_MAX - counts[i]))
+            return XDEV_ERR_ARG;
+    int rc = coll_begin(g);
+    if (rc) return rc;
+    return coll_end(g, allgather_ring(g, sbuf, len, rbuf, counts, displs));
+}

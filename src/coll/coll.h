@@ -1,0 +1,153 @@
+/*
+ * coll.h - libxdev_coll's insides: the group, the per-call request batch,
+ * algorithm selection and the reduction kernels. Only include/xdev.h is
+ * used underneath.
+ */
+#ifndef XDEV_COLL_INTERNAL_H
+#define XDEV_COLL_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "xdev_coll.h"
+
+/* Families of collectives whose algorithm is chosen per call. */
+enum coll_family {
+    F_BARRIER,
+    F_BCAST,
+    F_GATHER,
+    F_SCATTER,
+    F_ALLGATHER,
+    F_ALLTOALL,
+    F_REDUCE,
+    F_ALLREDUCE,
+    F_REDUCE_SCATTER,
+    F_SCAN,
+    F_COUNT
+};
+
+/* Algorithm numbers, per family; index 0 is the short-message choice and
+ * index 1 the long-message one (see config.c for their names). */
+enum { BCAST_BINOMIAL, BCAST_SCATTER_RING };
+enum { GATHER_BINOMIAL, GATHER_LINEAR };
+enum { SCATTER_BINOMIAL, SCATTER_LINEAR };
+enum { ALLGATHER_GATHER_BCAST, ALLGATHER_RING };
+enum { ALLTOALL_LINEAR, ALLTOALL_PAIRWISE };
+enum { REDUCE_BINOMIAL, REDUCE_RING_GATHER };
+enum { ALLREDUCE_RECURSIVE_DOUBLING, ALLREDUCE_RING, ALLREDUCE_REDUCE_BCAST };
+enum { REDUCE_SCATTER_REDUCE_SCATTERV, REDUCE_SCATTER_RING };
+enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
+
+#define COLL_AUTO (-1)
+
+typedef struct coll_config {
+    int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
+    size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
+    long spin_ns;             /* busy-poll this long before yielding the CPU */
+} coll_config_t;
+
+struct xdev_coll_group {
+    xdev_t *dev;
+    int ctx;
+    int size, rank;     /* in the group */
+    int *ranks;         /* group rank -> device rank */
+    uint32_t seq;       /* collectives started on this group */
+    int tag_base;       /* tags of the running collective: tag_base | phase */
+    int broken;         /* XDEV_OK, or the error that broke the group */
+    coll_config_t cfg;
+    xdev_request_t watch; /* the failure-notice receive (size > 1) */
+    int watch_done;
+    /* The running collective's requests; never moved while active. */
+    xdev_request_t *reqs;
+    size_t *expect;     /* bytes a receive must deliver; SIZE_MAX for sends */
+    int nreq, cap;
+};
+
+/* config.c */
+int coll_config_load(coll_config_t *cfg, int group_size);
+/* The algorithm for a call of `family` moving `bytes` (the size the
+ * thresholds are compared with); `long_ok` is 0 when the long algorithm
+ * cannot serve this call. */
+int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes, int long_ok);
+
+/* p2p.c: every collective is coll_begin, posts and waits, coll_end. */
+int coll_begin(xdev_coll_group_t *g);
+int coll_end(xdev_coll_group_t *g, int rc);
+int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int phase);
+int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase);
+/* Wait for every posted request of the call, or a failure notice. */
+int coll_waitall(xdev_coll_group_t *g);
+int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
+                  size_t rlen, int src, int phase);
+
+/* Keep memory that holds requests xdev still owns (a failed collective's,
+ * whose buffers xdev may still fill) for the life of the process. */
+void coll_bury(void *block);
+
+/* ops.c */
+size_t coll_op_size(const xdev_coll_op_t *op); /* element bytes, 0 if op is bad */
+/* inout[i] = in[i] op inout[i] */
+void coll_op_apply(const xdev_coll_op_t *op, const void *in, void *inout, size_t count);
+
+/* Argument checks shared by the families. */
+static inline int coll_buf_ok(const void *buf, size_t len) { return buf != NULL || len == 0; }
+static inline int coll_root_ok(const xdev_coll_group_t *g, int root)
+{
+    return root >= 0 && root < g->size;
+}
+/* Element count * element size, or 0 with *ok = 0 on overflow. */
+static inline size_t coll_bytes(size_t count, size_t elem, int *ok)
+{
+    if (elem && count > SIZE_MAX / elem) {
+        *ok = 0;
+        return 0;
+    }
+    return count * elem;
+}
+
+/* Copies that tolerate zero lengths (and so NULL) and in-place calls. */
+static inline void coll_copy(void *dst, const void *src, size_t n)
+{
+    if (n && dst != src) memcpy(dst, src, n);
+}
+static inline void *coll_at(void *p, size_t off) { return off ? (char *)p + off : p; }
+static inline const void *coll_cat(const void *p, size_t off)
+{
+    return off ? (const char *)p + off : p;
+}
+void *coll_alloc(size_t n); /* malloc that never returns NULL for n == 0 */
+
+/* Group-relative rank arithmetic. */
+static inline int coll_rel(const xdev_coll_group_t *g, int root)
+{
+    return (g->rank - root + g->size) % g->size;
+}
+static inline int coll_abs(const xdev_coll_group_t *g, int vr, int root)
+{
+    return (vr + root) % g->size;
+}
+
+/* Block i of `count` elements split into `p` nearly equal blocks. */
+static inline size_t coll_block_start(size_t count, int p, int i)
+{
+    size_t base = count / (size_t)p, extra = count % (size_t)p;
+    return (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
+}
+static inline size_t coll_block_len(size_t count, int p, int i)
+{
+    return count / (size_t)p + ((size_t)i < count % (size_t)p);
+}
+
+/* Algorithms shared between families (each in its family's file). */
+int coll_bcast_binomial(xdev_coll_group_t *g, void *buf, size_t len, int root, int phase);
+int coll_gather_binomial(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
+                         int root, int phase);
+int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                         const xdev_coll_op_t *op, size_t esz, int root, int phase);
+/* Ring reduce-scatter over blocks (element offsets/lengths per rank) of
+ * `work`, which holds this rank's full contribution on entry; on return
+ * block `rank` of work is fully reduced. */
+int coll_ring_reduce_scatter(xdev_coll_group_t *g, void *work, const size_t *start,
+                             const size_t *len, const xdev_coll_op_t *op, size_t esz, int phase);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * config.c - which algorithm a collective uses: the XDEV_COLL_<FAMILY>
+ * forcing variables and the XDEV_COLL_<FAMILY>_LONG thresholds, read when a
+ * group is created, and the per-call choice.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll.h"
+
+/* 32 KiB is F-MPJ's default switch between short and long algorithms. */
+#define DEFAULT_LONG (32u * 1024)
+
+static const struct family_desc {
+    const char *name;     /* XDEV_COLL_<name>, XDEV_COLL_<name>_LONG */
+    const char *algs[3];  /* index = algorithm number */
+} families[F_COUNT] = {
+    [F_BARRIER] = {"BARRIER", {"dissemination"}},
+    [F_BCAST] = {"BCAST", {"binomial", "scatter_ring"}},
+    [F_GATHER] = {"GATHER", {"binomial", "linear"}},
+    [F_SCATTER] = {"SCATTER", {"binomial", "linear"}},
+    [F_ALLGATHER] = {"ALLGATHER", {"gather_bcast", "ring"}},
+    [F_ALLTOALL] = {"ALLTOALL", {"linear", "pairwise"}},
+    [F_REDUCE] = {"REDUCE", {"binomial", "ring_gather"}},
+    [F_ALLREDUCE] = {"ALLREDUCE", {"recursive_doubling", "ring", "reduce_bcast"}},
+    [F_REDUCE_SCATTER] = {"REDUCE_SCATTER", {"reduce_scatterv", "ring"}},
+    [F_SCAN] = {"SCAN", {"recursive_doubling", "linear"}},
+};
+
+/* "123", "64K", "4M", "1G" -> bytes. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s)) return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return -1;
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || v > (SIZE_MAX >> shift)) return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+/* A waiting member busy-polls, as MPI libraries do, for up to this long
+ * before it starts yielding the CPU, when the group fits on this machine's
+ * CPUs: measured here, yielding any sooner hands the core to whatever else
+ * runs and costs far more than it saves. When the group does not fit, the
+ * member it waits for may need this very CPU, so it yields at once. */
+#define DEFAULT_SPIN_US 1000000
+
+int coll_config_load(coll_config_t *cfg, int group_size)
+{
+    char var[64];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t spin_us = group_size <= ncpu ? DEFAULT_SPIN_US : 0;
+    const char *sv = getenv("XDEV_COLL_SPIN_US");
+    if (sv && *sv && (parse_size(sv, &spin_us) != 0 || spin_us > 10000000)) return XDEV_ERR_INIT;
+    cfg->spin_ns = (long)spin_us * 1000;
+    for (int f = 0; f < F_COUNT; f++) {
+        const struct family_desc *d = &families[f];
+        cfg->forced[f] = COLL_AUTO;
+        cfg->long_min[f] = DEFAULT_LONG;
+
+        snprintf(var, sizeof var, "XDEV_COLL_%s", d->name);
+        const char *v = getenv(var);
+        if (v && *v && strcmp(v, "auto") != 0) {
+            int found = COLL_AUTO;
+            for (int a = 0; a < 3 && d->algs[a]; a++)
+                if (strcmp(v, d->algs[a]) == 0) found = a;
+            if (found == COLL_AUTO) return XDEV_ERR_INIT;
+            cfg->forced[f] = found;
+        }
+        snprintf(var, sizeof var, "XDEV_COLL_%s_LONG", d->name);
+        v = getenv(var);
+        if (v && *v && parse_size(v, &cfg->long_min[f]) != 0) return XDEV_ERR_INIT;
+    }
+    return XDEV_OK;
+}
+
+int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes, int long_ok)
+{
+    if (g->cfg.forced[family] != COLL_AUTO) return g->cfg.forced[family];
+    return long_ok && bytes >= g->cfg.long_min[family] ? 1 : 0;
+}

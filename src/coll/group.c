@@ -1,0 +1,89 @@
+/*
+ * group.c - groups: members, context, the failure-notice receive.
+ */
+#include <stdlib.h>
+
+#include "coll.h"
+
+void *coll_alloc(size_t n) { return malloc(n ? n : 1); }
+
+int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ctx,
+                           xdev_coll_group_t **grp)
+{
+    if (!dev || !grp || ctx < 0) return XDEV_ERR_ARG;
+    int dsize = xdev_size(dev), drank = xdev_rank(dev);
+    if (dsize < 1 || n < 1 || n > dsize) return XDEV_ERR_ARG;
+    int me = -1;
+    for (int i = 0; i < n; i++) {
+        int r = ranks ? ranks[i] : i;
+        if (r < 0 || r >= dsize) return XDEV_ERR_ARG;
+        for (int j = 0; ranks && j < i; j++)
+            if (ranks[j] == r) return XDEV_ERR_ARG;
+        if (r == drank) me = i;
+    }
+    if (me < 0) return XDEV_ERR_ARG;
+
+    coll_config_t cfg;
+    int rc = coll_config_load(&cfg, n);
+    if (rc) return rc;
+
+    xdev_coll_group_t *g = calloc(1, sizeof *g);
+    if (!g) return XDEV_ERR_NOMEM;
+    g->dev = dev;
+    g->ctx = ctx;
+    g->size = n;
+    g->rank = me;
+    g->cfg = cfg;
+    /* The linear algorithms post a send and a receive per member at most. */
+    g->cap = 2 * n + 2;
+    g->ranks = malloc(sizeof *g->ranks * (size_t)n);
+    g->reqs = calloc((size_t)g->cap, sizeof *g->reqs);
+    g->expect = malloc(sizeof *g->expect * (size_t)g->cap);
+    if (!g->ranks || !g->reqs || !g->expect) {
+        rc = XDEV_ERR_NOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) g->ranks[i] = ranks ? ranks[i] : i;
+    g->watch_done = 1;
+    if (n > 1) {
+        rc = xdev_irecv(dev, NULL, 0, XDEV_ANY_SOURCE, XDEV_COLL_NOTICE_TAG, ctx, &g->watch);
+        if (rc) goto fail;
+        g->watch_done = 0;
+    }
+    *grp = g;
+    return XDEV_OK;
+fail:
+    free(g->ranks);
+    free(g->reqs);
+    free(g->expect);
+    free(g);
+    return rc;
+}
+
+int xdev_coll_group_free(xdev_coll_group_t *g)
+{
+    if (!g) return XDEV_OK;
+    int rc = XDEV_OK;
+    if (!g->watch_done) {
+        /* xdev has no cancel: a notice to ourselves completes the receive. */
+        xdev_request_t self;
+        rc = xdev_isend(g->dev, NULL, 0, g->ranks[g->rank], XDEV_COLL_NOTICE_TAG, g->ctx, &self);
+        if (rc == XDEV_OK) {
+            xdev_status_t st;
+            xdev_wait(&g->watch, NULL);
+            rc = xdev_wait(&self, &st);
+            if (rc == XDEV_OK) rc = st.error;
+        } else {
+            coll_bury(g); /* the receive is still xdev's: keep its storage */
+            return rc;
+        }
+    }
+    free(g->ranks);
+    free(g->reqs);
+    free(g->expect);
+    free(g);
+    return rc;
+}
+
+int xdev_coll_group_rank(const xdev_coll_group_t *g) { return g ? g->rank : XDEV_ERR_ARG; }
+int xdev_coll_group_size(const xdev_coll_group_t *g) { return g ? g->size : XDEV_ERR_ARG; }

@@ -1,0 +1,176 @@
+/*
+ * p2p.c - the point-to-point layer of every collective: a batch of
+ * nonblocking requests per call on the group's context, waited for together
+ * while watching for failure notices, and the failure path that spreads a
+ * notice to the other members (see "Failures" in xdev_coll.h).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "coll.h"
+
+#define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
+#define SEQ_MASK 0xfffff /* tags: seq << 8 | phase stays below 2^28 */
+
+/* g->expect values that are not a receive's byte count. */
+#define SEND_MARK SIZE_MAX
+#define REAPED (SIZE_MAX - 1)
+
+/* Storage of requests abandoned by failed collectives: xdev may still write
+ * their status until the device is finalized, so it is never freed. It
+ * stays reachable from here, which also tells leak checkers it is kept. */
+static pthread_mutex_t grave_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct grave {
+    struct grave *next;
+    void *block;
+} *graveyard;
+
+void coll_bury(void *block)
+{
+    struct grave *gr = malloc(sizeof *gr);
+    pthread_mutex_lock(&grave_lock);
+    if (gr) {
+        gr->block = block;
+        gr->next = graveyard;
+        graveyard = gr;
+    } /* else: lost for good, which is what burying means anyway */
+    pthread_mutex_unlock(&grave_lock);
+}
+
+static int watch_fired(xdev_coll_group_t *g)
+{
+    if (g->watch_done) return 0;
+    int done = 0;
+    xdev_status_t st;
+    if (xdev_test(&g->watch, &done, &st) != XDEV_OK || !done) return 0;
+    g->watch_done = 1;
+    return 1;
+}
+
+int coll_begin(xdev_coll_group_t *g)
+{
+    if (g->broken) return g->broken;
+    if (watch_fired(g)) {
+        g->broken = XDEV_ERR_PEER;
+        return g->broken;
+    }
+    g->tag_base = (int)((g->seq++ & SEQ_MASK) << 8);
+    g->nreq = 0;
+    return XDEV_OK;
+}
+
+/* Tell every other member this collective failed here, so that nobody
+ * waits for a message this rank will never send. */
+static void send_notices(xdev_coll_group_t *g)
+{
+    xdev_request_t *reqs = calloc((size_t)g->size, sizeof *reqs);
+    if (!reqs) return;
+    for (int i = 0; i < g->size; i++)
+        if (i != g->rank)
+            xdev_isend(g->dev, NULL, 0, g->ranks[i], XDEV_COLL_NOTICE_TAG, g->ctx, &reqs[i]);
+    /* Sends to dead or unreachable members may take the peer timeout to
+     * fail; nobody waits for them. */
+    coll_bury(reqs);
+}
+
+int coll_end(xdev_coll_group_t *g, int rc)
+{
+    if (rc == XDEV_OK) return rc;
+    /* A notice received means its sender has told every member already
+     * (and a group of one has nobody to tell). */
+    int noticed = g->watch_done;
+    g->broken = rc;
+    if (g->nreq > 0) {
+        /* Requests still posted belong to xdev: hand the array over. */
+        coll_bury(g->reqs);
+        g->reqs = calloc((size_t)g->cap, sizeof *g->reqs);
+        if (!g->reqs) g->cap = 0;
+        g->nreq = 0;
+    }
+    if (!noticed) send_notices(g);
+    return rc;
+}
+
+static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int peer, int phase)
+{
+    if (g->nreq >= g->cap) return XDEV_ERR_NOMEM; /* the group lost its array */
+    xdev_request_t *r = &g->reqs[g->nreq];
+    int tag = g->tag_base | phase;
+    int rc = is_send ? xdev_isend(g->dev, buf, len, g->ranks[peer], tag, g->ctx, r)
+                     : xdev_irecv(g->dev, buf, len, g->ranks[peer], tag, g->ctx, r);
+    if (rc) return rc;
+    g->expect[g->nreq++] = is_send ? SEND_MARK : len;
+    return XDEV_OK;
+}
+
+int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int phase)
+{
+    return post(g, 1, (void *)buf, len, peer, phase);
+}
+
+int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase)
+{
+    return post(g, 0, buf, len, peer, phase);
+}
+
+/* Requests are tested in place (an active request must not move); a reaped
+ * one is marked, and the batch shrinks from its end. */
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+int coll_waitall(xdev_coll_group_t *g)
+{
+    int spins = 0;
+    long idle_since = 0;
+    int first_error = XDEV_OK;
+    while (g->nreq > 0) {
+        int progressed = 0;
+        for (int i = 0; i < g->nreq; i++) {
+            if (g->expect[i] == REAPED) continue;
+            int done = 0;
+            xdev_status_t st;
+            int rc = xdev_test(&g->reqs[i], &done, &st);
+            if (rc) return rc;
+            if (!done) continue;
+            progressed = 1;
+            if (st.error && !first_error) first_error = st.error;
+            else if (g->expect[i] != SEND_MARK && st.count != g->expect[i] && !first_error)
+                first_error = XDEV_ERR_TRUNCATE;
+            g->expect[i] = REAPED;
+        }
+        while (g->nreq > 0 && g->expect[g->nreq - 1] == REAPED) g->nreq--;
+        if (first_error) return first_error;
+        if (g->nreq == 0) break;
+        /* The watch is only for failures: look at it when idle a while. */
+        if (spins % WATCH_EVERY == WATCH_EVERY - 1 && watch_fired(g)) {
+            g->broken = XDEV_ERR_PEER;
+            return XDEV_ERR_PEER;
+        }
+        /* Busy-poll for cfg.spin_ns of idleness, then yield each poll:
+         * ranks may outnumber cores, and the one we wait for may need ours. */
+        if (progressed) {
+            spins = 0;
+            idle_since = 0;
+        } else if (++spins > 1) {
+            long t = now_ns();
+            if (!idle_since) idle_since = t;
+            else if (t - idle_since >= g->cfg.spin_ns) sched_yield();
+        }
+    }
+    return XDEV_OK;
+}
+
+int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
+                  size_t rlen, int src, int phase)
+{
+    int rc = coll_irecv(g, rbuf, rlen, src, phase);
+    if (!rc) rc = coll_isend(g, sbuf, slen, dst, phase);
+    if (!rc) rc = coll_waitall(g);
+    return rc;
+}

@@ -1,0 +1,173 @@
+/*
+ * reduce.c - reduce and reduce_scatter, and the two reduction building
+ * blocks allreduce shares: a binomial-tree reduce (short messages: log p
+ * steps, every child's contribution received at once) and a ring
+ * reduce-scatter (long messages: p - 1 steps, each moving 1/p of the data,
+ * so every member sends and combines about the vector once). reduce for
+ * long messages is the ring reduce-scatter followed by a gather of the
+ * blocks to the root; reduce_scatter for short ones a reduce to member 0
+ * and a scatter of the blocks.
+ */
+#include <stdlib.h>
+
+#include "coll.h"
+
+enum { PH_TREE, PH_RING, PH_GATHER, PH_SCATTER };
+
+int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                         const xdev_coll_op_t *op, size_t esz, int root, int phase)
+{
+    int p = g->size, vr = coll_rel(g, root), rc = XDEV_OK;
+    size_t bytes = count * esz;
+    int nchild = 0;
+    for (int mask = 1; mask < p && !(vr & mask) && vr + mask < p; mask <<= 1) nchild++;
+    char *acc = vr == 0 ? rbuf : NULL, *slots = NULL;
+    if (!acc && !(acc = coll_alloc(bytes))) return XDEV_ERR_NOMEM;
+    if (nchild && !(slots = coll_alloc((size_t)nchild * bytes))) {
+        rc = XDEV_ERR_NOMEM;
+        goto out;
+    }
+    coll_copy(acc, sbuf, bytes);
+    for (int k = 0, mask = 1; k < nchild && !rc; k++, mask <<= 1)
+        rc = coll_irecv(g, coll_at(slots, (size_t)k * bytes), bytes, coll_abs(g, vr + mask, root),
+                        phase);
+    if (!rc) rc = coll_waitall(g);
+    for (int k = 0; k < nchild && !rc; k++)
+        coll_op_apply(op, coll_at(slots, (size_t)k * bytes), acc, count);
+    if (!rc && vr != 0) {
+        rc = coll_isend(g, acc, bytes, coll_abs(g, vr - (vr & -vr), root), phase);
+        if (!rc) rc = coll_waitall(g);
+    }
+out:
+    free(slots);
+    if (acc != rbuf) free(acc);
+    return rc;
+}
+
+int coll_ring_reduce_scatter(xdev_coll_group_t *g, void *work, const size_t *start,
+                             const size_t *len, const xdev_coll_op_t *op, size_t esz, int phase)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    size_t most = 0;
+    for (int i = 0; i < p; i++)
+        if (len[i] > most) most = len[i];
+    char *tmp = coll_alloc(most * esz);
+    if (!tmp) return XDEV_ERR_NOMEM;
+    int right = (r + 1) % p, left = (r + p - 1) % p;
+    /* Step s passes on the partial sum of block r - s - 1 and receives the
+     * left neighbour's of block r - s - 2; after p - 1 steps the last one
+     * received is block r, complete. */
+    for (int s = 0; s < p - 1 && !rc; s++) {
+        int sb = (r - s - 1 + p) % p, rb = (r - s - 2 + 2 * p) % p;
+        rc = coll_sendrecv(g, coll_at(work, start[sb] * esz), len[sb] * esz, right, tmp,
+                           len[rb] * esz, left, phase);
+        if (!rc) coll_op_apply(op, tmp, coll_at(work, start[rb] * esz), len[rb]);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Starts and lengths (elements) of p near-equal blocks of count. */
+static size_t *equal_blocks(size_t count, int p)
+{
+    size_t *b = malloc(2 * sizeof *b * (size_t)p);
+    for (int i = 0; b && i < p; i++) {
+        b[i] = coll_block_start(count, p, i);
+        b[p + i] = coll_block_len(count, p, i);
+    }
+    return b;
+}
+
+static int reduce_ring_gather(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                              const xdev_coll_op_t *op, size_t esz, int root)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    size_t *b = equal_blocks(count, p);
+    char *work = r == root ? rbuf : coll_alloc(count * esz);
+    if (!b || (!work && r != root)) {
+        rc = XDEV_ERR_NOMEM;
+        goto out;
+    }
+    coll_copy(work, sbuf, count * esz);
+    rc = coll_ring_reduce_scatter(g, work, b, b + p, op, esz, PH_RING);
+    if (rc) goto out;
+    if (r != root) {
+        rc = coll_isend(g, coll_at(work, b[r] * esz), b[p + r] * esz, root, PH_GATHER);
+    } else {
+        for (int i = 0; i < p && !rc; i++)
+            if (i != root)
+                rc = coll_irecv(g, coll_at(work, b[i] * esz), b[p + i] * esz, i, PH_GATHER);
+    }
+    if (!rc) rc = coll_waitall(g);
+out:
+    if (work != rbuf) free(work);
+    free(b);
+    return rc;
+}
+
+int xdev_coll_reduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                     const xdev_coll_op_t *op, int root)
+{
+    if (!g || !coll_root_ok(g, root)) return XDEV_ERR_ARG;
+    size_t esz = coll_op_size(op);
+    int ok = esz > 0;
+    size_t bytes = coll_bytes(count, esz, &ok);
+    if (!ok || !coll_buf_ok(sbuf, bytes) || (g->rank == root && !coll_buf_ok(rbuf, bytes)))
+        return XDEV_ERR_ARG;
+    int rc = coll_begin(g);
+    if (rc) return rc;
+    if (coll_pick(g, F_REDUCE, bytes, 1) == REDUCE_RING_GATHER)
+        rc = reduce_ring_gather(g, sbuf, rbuf, count, op, esz, root);
+    else
+        rc = coll_reduce_binomial(g, sbuf, rbuf, count, op, esz, root, PH_TREE);
+    return coll_end(g, rc);
+}
+
+static int reduce_scatter_run(xdev_coll_group_t *g, const void *sbuf, void *rbuf,
+                              const size_t *b, size_t total, const xdev_coll_op_t *op,
+                              size_t esz)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    char *work = coll_alloc(total * esz);
+    if (!work) return XDEV_ERR_NOMEM;
+    if (coll_pick(g, F_REDUCE_SCATTER, total * esz, 1) == REDUCE_SCATTER_RING) {
+        coll_copy(work, sbuf, total * esz);
+        rc = coll_ring_reduce_scatter(g, work, b, b + p, op, esz, PH_RING);
+        if (!rc) coll_copy(rbuf, coll_at(work, b[r] * esz), b[p + r] * esz);
+    } else {
+        rc = coll_reduce_binomial(g, sbuf, work, total, op, esz, 0, PH_TREE);
+        if (!rc && r != 0) rc = coll_irecv(g, rbuf, b[p + r] * esz, 0, PH_SCATTER);
+        for (int i = 1; i < p && !rc && r == 0; i++)
+            rc = coll_isend(g, coll_at(work, b[i] * esz), b[p + i] * esz, i, PH_SCATTER);
+        if (!rc) rc = coll_waitall(g);
+        if (!rc && r == 0) coll_copy(rbuf, work, b[p] * esz);
+    }
+    free(work);
+    return rc;
+}
+
+int xdev_coll_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *rbuf,
+                             const size_t *rcounts, const xdev_coll_op_t *op)
+{
+    if (!g || !rcounts) return XDEV_ERR_ARG;
+    size_t esz = coll_op_size(op);
+    int ok = esz > 0, p = g->size;
+    size_t total = 0;
+    for (int i = 0; i < p; i++) {
+        if (rcounts[i] > SIZE_MAX - total) return XDEV_ERR_ARG;
+        total += rcounts[i];
+    }
+    coll_bytes(total, esz, &ok);
+    if (!ok || !coll_buf_ok(sbuf, total * esz) || !coll_buf_ok(rbuf, rcounts[g->rank] * esz))
+        return XDEV_ERR_ARG;
+    size_t *b = malloc(2 * sizeof *b * (size_t)p);
+    if (!b) return XDEV_ERR_NOMEM;
+    for (int i = 0; i < p; i++) {
+        b[i] = i ? b[i - 1] + rcounts[i - 1] : 0;
+        b[p + i] = rcounts[i];
+    }
+    int rc = coll_begin(g);
+    if (!rc) rc = coll_end(g, reduce_scatter_run(g, sbuf, rbuf, b, total, op, esz));
+    free(b);
+    return rc;
+}

@@ -1,0 +1,182 @@
+/*
+ * coll-bench - collective latency, one source for libxdev_coll and MPI.
+ *
+ *   coll-bench [--ops allreduce,bcast,allgather,alltoall] [--sizes 8,1M]
+ *              [--iters N] [--budget SECONDS]
+ *
+ * Built by meson against libxdev_coll as xdev-coll-bench (run it under
+ * xdevrun), and by compare-coll.sh with -DUSE_MPI through mpicc.openmpi and
+ * mpicc.mpich as coll-bench.openmpi / coll-bench.mpich, so every system
+ * runs the same loop:
+ *   allreduce  SIZE bytes of doubles, sum, to every rank
+ *   bcast      SIZE bytes from rank 0
+ *   allgather  SIZE bytes per rank
+ *   alltoall   SIZE bytes per pair of ranks
+ * Each (op, size) runs a warm-up of a tenth of the iterations, then N timed
+ * iterations back to back (N = --iters, fewer if 10 probe iterations say
+ * the --budget of seconds would be exceeded: rank 0 decides for all). The
+ * result is the mean time per call averaged over the ranks (as OSU's
+ * osu_allreduce reports), in microseconds, printed by rank 0 as CSV:
+ *   op,size,iters,value,unit
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef USE_MPI
+#include <mpi.h>
+#else
+#include "xdev.h"
+#include "xdev_coll.h"
+#endif
+
+static int rank, size;
+
+#ifdef USE_MPI
+static void b_init(int *argc, char ***argv)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+}
+static void b_fini(void) { MPI_Finalize(); }
+static int b_allreduce(const double *s, double *d, size_t n)
+{
+    return MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+static int b_bcast(void *b, size_t n) { return MPI_Bcast(b, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD); }
+static int b_allgather(const void *s, void *d, size_t n)
+{
+    return MPI_Allgather(s, (int)n, MPI_BYTE, d, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+}
+static int b_alltoall(const void *s, void *d, size_t n)
+{
+    return MPI_Alltoall(s, (int)n, MPI_BYTE, d, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+}
+static int b_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
+#else
+static xdev_t *dev;
+static xdev_coll_group_t *grp;
+static const xdev_coll_op_t dsum = {XDEV_COLL_DOUBLE, XDEV_COLL_SUM, NULL, 0, NULL};
+static void b_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    int rc = xdev_init(NULL, &dev);
+    if (!rc) rc = xdev_coll_group_create(dev, NULL, xdev_size(dev), 1, &grp);
+    if (rc) {
+        fprintf(stderr, "coll-bench: init: %s\n", xdev_strerror(rc));
+        exit(1);
+    }
+    rank = xdev_rank(dev);
+    size = xdev_size(dev);
+}
+static void b_fini(void)
+{
+    xdev_coll_group_free(grp);
+    xdev_finalize(dev);
+}
+static int b_allreduce(const double *s, double *d, size_t n)
+{
+    return xdev_coll_allreduce(grp, s, d, n, &dsum);
+}
+static int b_bcast(void *b, size_t n) { return xdev_coll_bcast(grp, b, n, 0); }
+static int b_allgather(const void *s, void *d, size_t n) { return xdev_coll_allgather(grp, s, n, d); }
+static int b_alltoall(const void *s, void *d, size_t n) { return xdev_coll_alltoall(grp, s, n, d); }
+static int b_barrier(void) { return xdev_coll_barrier(grp); }
+#endif
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *op_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+
+static int run_op(int op, void *s, void *d, size_t n)
+{
+    switch (op) {
+    case 0: return b_allreduce(s, d, n / sizeof(double));
+    case 1: return b_bcast(s, n);
+    case 2: return b_allgather(s, d, n);
+    default: return b_alltoall(s, d, n);
+    }
+}
+
+static void check(int rc, const char *what)
+{
+    if (rc) {
+        fprintf(stderr, "coll-bench: rank %d: %s failed (%d)\n", rank, what, rc);
+        exit(1);
+    }
+}
+
+/* Time `iters` calls; returns the mean seconds per call averaged over ranks. */
+static double timed(int op, void *s, void *d, size_t n, long iters)
+{
+    check(b_barrier(), "barrier");
+    double t0 = now();
+    for (long i = 0; i < iters; i++) check(run_op(op, s, d, n), op_names[op]);
+    double mine = (now() - t0) / (double)iters, sum = 0;
+    check(b_allreduce(&mine, &sum, 1), "allreduce of times");
+    return sum / size;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    size_t v = strtoull(s, &end, 10);
+    if (*end == 'K' || *end == 'k') v <<= 10;
+    else if (*end == 'M' || *end == 'm') v <<= 20;
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *ops = "allreduce,bcast,allgather,alltoall", *sizes = "8,1M";
+    long max_iters = 1000;
+    double budget = 1.0;
+    b_init(&argc, &argv);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
+        else if (!strcmp(argv[i], "--sizes")) sizes = argv[i + 1];
+        else if (!strcmp(argv[i], "--iters")) max_iters = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--budget")) budget = atof(argv[i + 1]);
+        else {
+            if (rank == 0) fprintf(stderr, "coll-bench: unknown option %s\n", argv[i]);
+            b_fini();
+            return 2;
+        }
+    }
+    if (rank == 0) printf("op,size,iters,value,unit\n");
+    for (int op = 0; op < 4; op++) {
+        if (!strstr(ops, op_names[op])) continue;
+        char list[256];
+        snprintf(list, sizeof list, "%s", sizes);
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            size_t n = parse_size(tok);
+            if (op == 0) n = (n + 7) / 8 * 8;
+            size_t bytes = op >= 2 ? n * (size_t)size : n;
+            char *s = calloc(1, bytes ? bytes : 1), *d = calloc(1, bytes ? bytes : 1);
+            if (!s || !d) check(1, "malloc");
+            /* Probe, then fit the iterations into the budget (rank 0's
+             * estimate, broadcast so every rank runs the same count). */
+            double probe = timed(op, s, d, n, 10);
+            double it = budget / (probe > 0 ? probe : 1e-9);
+            double iters_d = it < (double)max_iters ? it : (double)max_iters;
+            if (iters_d < 10) iters_d = 10;
+            check(b_bcast(&iters_d, sizeof iters_d), "bcast of iterations");
+            long iters = (long)iters_d;
+            timed(op, s, d, n, iters / 10 + 1); /* warm-up */
+            double t = timed(op, s, d, n, iters);
+            if (rank == 0) printf("%s,%zu,%ld,%.3f,us\n", op_names[op], n, iters, t * 1e6);
+            free(s);
+            free(d);
+        }
+    }
+    b_fini();
+    return 0;
+}

@@ -1,0 +1,121 @@
+/*
+ * case_args.c - bad arguments return XDEV_ERR_ARG (malformed XDEV_COLL_*
+ * variables XDEV_ERR_INIT) and change nothing: output pointers and buffers
+ * keep their contents, and the group works afterwards.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define EXPECT(call, want)                                                   \
+    do {                                                                     \
+        int e_rc_ = (call);                                                  \
+        CHECK(e_rc_ == (want), "%s returned %d (%s), want %d", #call, e_rc_, \
+              xdev_strerror(e_rc_), (want));                                 \
+    } while (0)
+
+static void group_args(void)
+{
+    int p = t_size, r = t_rank;
+    xdev_coll_group_t *sentinel = (xdev_coll_group_t *)&sentinel, *g = sentinel;
+    int *ranks = t_malloc(sizeof(int) * (size_t)(p + 1));
+    for (int i = 0; i < p; i++) ranks[i] = i;
+    t_phase("group_create arguments");
+    EXPECT(xdev_coll_group_create(NULL, NULL, p, 1, &g), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, NULL), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, 0, 1, &g), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p + 1, 1, &g), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, -1, &g), XDEV_ERR_ARG);
+    ranks[0] = p;
+    EXPECT(xdev_coll_group_create(t_dev, ranks, p, 1, &g), XDEV_ERR_ARG);
+    ranks[0] = -1;
+    EXPECT(xdev_coll_group_create(t_dev, ranks, p, 1, &g), XDEV_ERR_ARG);
+    ranks[0] = 0;
+    if (p > 1) {
+        ranks[1] = 0; /* repeated */
+        EXPECT(xdev_coll_group_create(t_dev, ranks, p, 1, &g), XDEV_ERR_ARG);
+        ranks[1] = 1;
+        int other = (r + 1) % p; /* a group without the caller */
+        EXPECT(xdev_coll_group_create(t_dev, &other, 1, 1, &g), XDEV_ERR_ARG);
+    }
+    setenv("XDEV_COLL_ALLREDUCE", "bogus", 1);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
+    unsetenv("XDEV_COLL_ALLREDUCE");
+    setenv("XDEV_COLL_BCAST_LONG", "12Q", 1);
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
+    unsetenv("XDEV_COLL_BCAST_LONG");
+    CHECK(g == sentinel, "a failed group_create wrote its output");
+    EXPECT(xdev_coll_group_rank(NULL), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_size(NULL), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_free(NULL), XDEV_OK);
+    free(ranks);
+}
+
+int case_args(void)
+{
+    int p = t_size, r = t_rank;
+    group_args();
+    xdev_coll_group_t *g = t_world(NULL, NULL);
+    uint8_t buf[64], out[64 * 16];
+    memset(buf, 0x5A, sizeof buf);
+    memset(out, 0x5A, sizeof out);
+    size_t *counts = t_malloc(sizeof(size_t) * (size_t)p), *displs = t_malloc(sizeof(size_t) * (size_t)p);
+    for (int i = 0; i < p; i++) {
+        counts[i] = 4;
+        displs[i] = 4 * (size_t)i;
+    }
+    xdev_coll_op_t sum = {XDEV_COLL_INT32, XDEV_COLL_SUM, NULL, 0, NULL};
+
+    t_phase("collective arguments");
+    EXPECT(xdev_coll_barrier(NULL), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_bcast(NULL, buf, 4, 0), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_bcast(g, NULL, 4, 0), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_bcast(g, buf, 4, -1), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_bcast(g, buf, 4, p), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_gather(g, NULL, 4, out, 0), XDEV_ERR_ARG);
+    if (p > 1) EXPECT(xdev_coll_alltoall(g, buf, SIZE_MAX / 2 + 1, out), XDEV_ERR_ARG);
+    if (r == 0) EXPECT(xdev_coll_gather(g, buf, 4, NULL, 0), XDEV_ERR_ARG);
+    if (r == 0) EXPECT(xdev_coll_gatherv(g, buf, 4, out, NULL, displs, 0), XDEV_ERR_ARG);
+    if (r == 0) EXPECT(xdev_coll_gatherv(g, buf, 5, out, counts, displs, 0), XDEV_ERR_ARG);
+    if (r == 0) EXPECT(xdev_coll_scatter(g, NULL, buf, 4, 0), XDEV_ERR_ARG);
+    if (r == 0) EXPECT(xdev_coll_scatterv(g, out, counts, NULL, buf, 4, 0), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_scatter(g, out, NULL, 4, 0), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_allgather(g, buf, 4, NULL), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_allgatherv(g, buf, 4, out, NULL, displs), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_allgatherv(g, buf, 3, out, counts, displs), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_alltoall(g, NULL, 4, out), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_alltoallv(g, buf, counts, displs, out, NULL, displs), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_reduce(g, buf, out, 4, NULL, 0), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_reduce(g, buf, out, 4, &sum, p), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_allreduce(g, buf, out, SIZE_MAX / 2, &sum), XDEV_ERR_ARG);
+    xdev_coll_op_t bad[] = {
+        {XDEV_COLL_FLOAT, XDEV_COLL_BAND, NULL, 0, NULL},  /* bitwise on floats */
+        {XDEV_COLL_DOUBLE, XDEV_COLL_BXOR, NULL, 0, NULL},
+        {99, XDEV_COLL_SUM, NULL, 0, NULL},                 /* no such type */
+        {XDEV_COLL_INT32, 0, NULL, 0, NULL},                /* no such op */
+        {XDEV_COLL_INT32, 99, NULL, 0, NULL},
+        {0, XDEV_COLL_USER, NULL, 4, NULL},                 /* user op without function */
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        t_phase("bad op %zu", k);
+        EXPECT(xdev_coll_allreduce(g, buf, out, 4, &bad[k]), XDEV_ERR_ARG);
+        EXPECT(xdev_coll_reduce(g, buf, out, 4, &bad[k], 0), XDEV_ERR_ARG);
+        EXPECT(xdev_coll_scan(g, buf, out, 4, &bad[k]), XDEV_ERR_ARG);
+        EXPECT(xdev_coll_reduce_scatter(g, buf, out, counts, &bad[k]), XDEV_ERR_ARG);
+    }
+    EXPECT(xdev_coll_reduce_scatter(g, buf, out, NULL, &sum), XDEV_ERR_ARG);
+    for (size_t i = 0; i < sizeof buf; i++) CHECK(buf[i] == 0x5A, "buf byte %zu changed", i);
+    for (size_t i = 0; i < sizeof out; i++) CHECK(out[i] == 0x5A, "out byte %zu changed", i);
+
+    /* The group was not harmed. */
+    t_phase("group still works");
+    int32_t v = 1, total = 0;
+    CHECK_RC(xdev_coll_allreduce(g, &v, &total, 1, &sum));
+    CHECK(total == p, "allreduce after bad calls: %d", total);
+    CHECK_RC(xdev_coll_group_free(g));
+    free(counts);
+    free(displs);
+    return 0;
+}

@@ -1,0 +1,138 @@
+/*
+ * case_kill.c - a member dies (SIGKILL) in the middle of a collective.
+ *
+ *   xdev-coll-test kill FAMILY ALGORITHM [mid]   (run by run_kill.sh)
+ *
+ * After a few good rounds, the victim dies while the others are in the
+ * collective: just before it would enter it, or with `mid` (reductions
+ * only) inside its first call of the (user) reduction function, that is
+ * after it has already exchanged messages. In bcast the victim is an inner
+ * node of the binomial tree (group rank size/2, root 0), so its
+ * grandchildren wait on a live child that fails: only the notice lets them
+ * return.
+ * Without `mid` every survivor needs the victim's contribution and must
+ * return an error within FAIL_BOUND_S (in bcast: every member of the
+ * victim's subtree; the others may return OK). With `mid` the victim's data
+ * may already have reached some members: those may return OK but then
+ * must hold the correct result; the others must return an error; nobody may
+ * hang. A member that returned OK must fail its next collective on the
+ * group (the others' notices, or the dead peer, reach it). Afterwards the
+ * broken group fails at once, can be freed, and the device finalizes.
+ * Each survivor that passes writes "ok" to $XDEV_TEST_OUT/rank.<r>.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define FAIL_BOUND_S 20.0
+#define COUNT 4096 /* elements: every rank holds several ring blocks */
+
+/* The victim is group rank size - 1, or 2 with `mid` (a rank that
+ * combines data early in every algorithm tested: not a leaf of the reduce
+ * tree), or size / 2 in bcast (an inner node of the tree from root 0). */
+static int victim;
+
+static void add_or_die(const void *in, void *inout, size_t n, void *arg)
+{
+    (void)arg;
+    if (t_rank == victim) raise(SIGKILL);
+    const int64_t *a = in;
+    int64_t *b = inout;
+    for (size_t i = 0; i < n; i++) b[i] += a[i];
+}
+
+static int run(xdev_coll_group_t *g, const char *family, void *s, void *d)
+{
+    xdev_coll_op_t op = {0, XDEV_COLL_USER, add_or_die, sizeof(int64_t), NULL};
+    int p = t_size;
+    size_t *counts = t_malloc(sizeof(size_t) * (size_t)p);
+    for (int i = 0; i < p; i++) counts[i] = COUNT / (size_t)p;
+    int rc;
+    if (!strcmp(family, "allreduce")) rc = xdev_coll_allreduce(g, s, d, COUNT, &op);
+    else if (!strcmp(family, "reduce_scatter")) rc = xdev_coll_reduce_scatter(g, s, d, counts, &op);
+    else if (!strcmp(family, "barrier")) rc = xdev_coll_barrier(g);
+    else if (!strcmp(family, "allgather")) rc = xdev_coll_allgather(g, s, COUNT * 8 / (size_t)p, d);
+    else if (!strcmp(family, "alltoall")) rc = xdev_coll_alltoall(g, s, COUNT * 8 / (size_t)p, d);
+    else if (!strcmp(family, "bcast")) rc = xdev_coll_bcast(g, s, COUNT * 8, 0);
+    else t_fail(__FILE__, __LINE__, "family", "unknown family %s", family);
+    free(counts);
+    return rc;
+}
+
+/* Is member r in the subtree of the victim in a binomial tree rooted at 0? */
+static int below_victim(int r)
+{
+    int low = victim & -victim;
+    return r > victim && r < victim + low;
+}
+
+int case_kill(const char *family, const char *alg, int mid)
+{
+    char var[64];
+    CHECK(t_size >= 3, "needs at least 3 ranks");
+    int the_victim = !strcmp(family, "bcast") ? t_size / 2 : mid ? 2 : t_size - 1;
+    snprintf(var, sizeof var, "XDEV_COLL_%s", family);
+    for (char *c = var; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+    xdev_coll_group_t *g = t_world(var, alg);
+    int64_t *s = t_malloc(COUNT * 8), *d = t_malloc(COUNT * 8);
+    for (size_t i = 0; i < COUNT; i++) s[i] = (int64_t)i + t_rank;
+
+    victim = -1; /* nobody dies in the good rounds */
+    for (int i = 0; i < 3; i++) {
+        t_phase("good round %d", i);
+        CHECK_RC(run(g, family, s, d));
+    }
+    victim = the_victim;
+    if (t_rank == victim && !mid) raise(SIGKILL);
+
+    t_phase("collective with a dying member");
+    double t0 = t_now();
+    int rc = run(g, family, s, d);
+    double dt = t_now() - t0;
+    printf("[rank %d] %s %s with a dying member: %d (%s) after %.3f s\n", t_rank, family, alg,
+           rc, xdev_strerror(rc), dt);
+    int may_pass = mid || (!strcmp(family, "bcast") && !strcmp(alg, "binomial") &&
+                           !below_victim(t_rank));
+    if (rc == XDEV_OK) {
+        CHECK(may_pass, "%s returned OK although it needed the dead member", family);
+        if (mid) { /* the full sum reached this member: check it */
+            size_t from = 0, n = COUNT;
+            if (!strcmp(family, "reduce_scatter")) {
+                n = COUNT / (size_t)t_size;
+                from = n * (size_t)t_rank;
+            }
+            for (size_t i = 0; i < n; i++) {
+                int64_t p = t_size, want = p * (int64_t)(from + i) + p * (p - 1) / 2;
+                CHECK(d[i] == want, "returned OK with element %zu = %lld, want %lld", from + i,
+                      (long long)d[i], (long long)want);
+            }
+        }
+        t_phase("the collective after");
+        rc = xdev_coll_barrier(g);
+        CHECK(rc != XDEV_OK, "the barrier after a failed collective returned OK");
+    }
+    CHECK(dt < FAIL_BOUND_S, "took %.3f s to fail", dt);
+    t_phase("broken group");
+    int rc2 = xdev_coll_barrier(g);
+    CHECK(rc2 != XDEV_OK, "a broken group's barrier returned OK");
+    CHECK_RC(xdev_coll_group_free(g));
+    free(s);
+    free(d);
+    t_phase("xdev_finalize");
+    rc = xdev_finalize(t_dev);
+    CHECK(rc == XDEV_OK || rc == XDEV_ERR_CANCELED, "xdev_finalize returned %d (%s)", rc,
+          xdev_strerror(rc));
+    const char *out = getenv("XDEV_TEST_OUT");
+    if (out) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/rank.%d", out, t_rank);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL, "cannot write %s", path);
+        fputs("ok", f);
+        fclose(f);
+    }
+    return 0;
+}

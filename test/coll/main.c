@@ -1,0 +1,33 @@
+/*
+ * main.c - xdev-coll-test CASE [ARGS]: run one case as every rank.
+ *   data     bcast, gather(v), scatter(v), allgather(v), alltoall(v)
+ *   reduce   barrier, reduce, allreduce, reduce_scatter, scan
+ *   groups   subgroups, two contexts and point-to-point interleaved
+ *   args     bad arguments
+ *   kill FAMILY ALG [mid]  a member dies mid-collective (see case_kill.c)
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: xdev-coll-test data|reduce|groups|args|kill FAMILY ALG\n");
+        return 2;
+    }
+    const char *c = argv[1];
+    t_init(c);
+    if (!strcmp(c, "kill")) {
+        CHECK(argc == 4 || (argc == 5 && !strcmp(argv[4], "mid")), "kill FAMILY ALGORITHM [mid]");
+        return case_kill(argv[2], argv[3], argc == 5); /* finalizes itself */
+    }
+    if (!strcmp(c, "data")) case_data();
+    else if (!strcmp(c, "reduce")) case_reduce();
+    else if (!strcmp(c, "groups")) case_groups();
+    else if (!strcmp(c, "args")) case_args();
+    else t_fail(__FILE__, __LINE__, "case", "unknown case %s", c);
+    t_finalize();
+    return 0;
+}
