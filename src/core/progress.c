@@ -32,6 +32,13 @@ uint64_t xdev_now_ms(void)
     return now_ns() / 1000000ull;
 }
 
+uint64_t xdev_now_coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
 void progress_once(xdev_t *d)
 {
     for (int i = 0; i < d->ntps; i++)

@@ -717,6 +717,15 @@ void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
     op_sent(d, r);
 }
 
+void xdev_core_tx_fail_all(xdev_t *d, xdev_txop_t *op)
+{
+    while (op) {
+        xdev_txop_t *next = op->next;
+        xdev_core_tx_done(d, op, XDEV_ERR_PEER);
+        op = next;
+    }
+}
+
 void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
 {
     d->activity++;

@@ -168,6 +168,9 @@ void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx);
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err);
 /* A queued rma op finished (XDEV_OK) or failed (XDEV_ERR_PEER). */
 void xdev_core_rma_done(xdev_t *dev, xdev_rmaop_t *op, int err);
+/* xdev_core_tx_done(XDEV_ERR_PEER) for every op of a list linked by next
+ * (a dead peer's queue). */
+void xdev_core_tx_fail_all(xdev_t *dev, xdev_txop_t *list);
 /* The peer is gone. Every op (send or rma) queued for it has been handed
  * back first. */
 void xdev_core_peer_failed(xdev_t *dev, int peer);
@@ -193,8 +196,10 @@ int xdev_parse_size(const char *s, size_t *out);
 int xdev_pidfd_open(int pid);
 bool xdev_process_gone(int pid);
 
-/* Milliseconds on the monotonic clock. */
+/* Milliseconds on the monotonic clock; the coarse one costs a few ns and
+ * no system call, for transports that check timers while they poll. */
 uint64_t xdev_now_ms(void);
+uint64_t xdev_now_coarse_ms(void);
 
 extern const xdev_tp_ops_t xdev_tcp_ops;
 extern const xdev_tp_ops_t xdev_shm_ops;

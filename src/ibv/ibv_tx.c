@@ -274,11 +274,7 @@ void ibv_fail_queue(xdev_tp_t *tp, int peer)
     ibv_peer_t *p = &tp->peers[peer];
     xdev_txop_t *op = p->txq_head;
     p->txq_head = p->txq_tail = NULL;
-    while (op) {
-        xdev_txop_t *next = op->next;
-        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
-        op = next;
-    }
+    xdev_core_tx_fail_all(tp->dev, op);
 }
 
 /* Nothing queued and nothing unacknowledged on any live connection. */

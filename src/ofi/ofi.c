@@ -17,13 +17,6 @@
 
 #define CLOCK_EVERY 16 /* polls between looks at the (coarse) clock */
 
-static uint64_t coarse_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p)
 {
     if (p->in_service)
@@ -112,7 +105,7 @@ static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
         ofi_rx_repost_all(tp);
     run_service(tp);
     if (++tp->polls % CLOCK_EVERY == 0) {
-        uint64_t now = coarse_ms();
+        uint64_t now = xdev_now_coarse_ms();
         tp->now_ms = now;
         if (now >= tp->next_timer_ms) {
             tp->next_timer_ms = now + OFI_RETRY_MS;
@@ -263,7 +256,7 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
         ofi_close(tp);
         return rc;
     }
-    tp->now_ms = coarse_ms();
+    tp->now_ms = xdev_now_coarse_ms();
     *out = tp;
     return XDEV_OK;
 }

@@ -326,9 +326,5 @@ void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
         if (rma)
             xdev_core_rma_done(tp->dev, rma, XDEV_ERR_PEER);
     }
-    while (q) {
-        xdev_txop_t *op = q;
-        q = op->next;
-        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
-    }
+    xdev_core_tx_fail_all(tp->dev, q);
 }

@@ -83,13 +83,6 @@ static int read_env(xdev_tp_t *tp, size_t *ring)
     return XDEV_OK;
 }
 
-static uint64_t coarse_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Tell a peer we stopped, through the flags it watches: `closed` on its
  * ring to us (it fails what it still queues for us), `eof` on ours to it
  * (it reads what we wrote, then lets us go). */
@@ -162,7 +155,7 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
      * only, since a waiter spins through here and every ns of the loop
      * delays noticing an arrival. */
     if (++tp->polls % SHM_CLOCK_EVERY == 0) {
-        uint64_t now = coarse_ms();
+        uint64_t now = xdev_now_coarse_ms();
         if (now >= tp->next_check_ms) {
             tp->next_check_ms = now + SHM_CHECK_MS;
             shm_seg_find_gone(tp);
@@ -282,7 +275,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
         shm_close(tp);
         return rc;
     }
-    tp->next_check_ms = coarse_ms() + SHM_CHECK_MS;
+    tp->next_check_ms = xdev_now_coarse_ms() + SHM_CHECK_MS;
     *out = tp;
     return XDEV_OK;
 }

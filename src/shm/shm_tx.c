@@ -64,11 +64,7 @@ void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p)
 {
     xdev_txop_t *op = p->txq_head;
     p->txq_head = p->txq_tail = NULL;
-    while (op) {
-        xdev_txop_t *next = op->next;
-        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
-        op = next;
-    }
+    xdev_core_tx_fail_all(tp->dev, op);
 }
 
 /* p has just been found gone. An op that is all in its ring and that p

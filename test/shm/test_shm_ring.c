@@ -118,6 +118,12 @@ void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err)
     next_txdone++;
 }
 
+void xdev_core_tx_fail_all(xdev_t *dev, xdev_txop_t *op)
+{
+    for (; op; op = op->next)
+        xdev_core_tx_done(dev, op, XDEV_ERR_PEER);
+}
+
 void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
 {
     (void)tp;
