@@ -43,6 +43,13 @@ RESULTS=$(arg xdev_ibv_results) || fatal "no xdev_ibv_results= on the kernel com
 TMO=$(arg xdev_ibv_timeout) || TMO=240
 NETDEV=$(arg xdev_ibv_netdev) || NETDEV=lo
 
+# Directories of the host's /tmp (a build there) at their own paths,
+# read-only, over the VM's writable tmpfs /tmp.
+for d in /run/hosttmp/*/; do
+    [ -d "$d" ] || continue
+    n=$(basename "$d")
+    mkdir -p "/tmp/$n" && mount -o bind "$d" "/tmp/$n"
+done
 mkdir -p "$RESULTS" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "$RESULTS" \
     || fatal "cannot mount the results share at $RESULTS"
