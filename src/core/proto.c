@@ -278,8 +278,9 @@ static void rndz_written(xdev_t *d, xreq_t *s)
     send_op(d, s, s->peer);
 }
 
-/* Rendezvous: r matched the offer `offer` (an RNDZ_START's fields); its
- * status already says how many bytes it accepts. Read them where the
+/* Rendezvous: r matched the sender's RNDZ_START (request sreq, mode, and
+ * the address and key of its buffer for READ); r's status already says how
+ * many bytes it accepts. Read them where the
  * sender exposed its buffer; else reply, exposing r's buffer for the
  * sender to write into when it asked for that, or asking it to stream. */
 static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t addr,
