@@ -86,6 +86,17 @@ const char *job_id(void)
     return id && *id ? id : "nojob";
 }
 
+int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const char *what)
+{
+    /* xdevrun removes /dev/shm/xdev-<job id>* after a job: keep that prefix,
+     * and keep the id to characters that cannot reach another name. */
+    size_t n = strspn(job_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
+    if (!n || job_id[n] || n > 64)
+        return XDEV_ERR_INIT;
+    int len = snprintf(out, cap, "xdev-%s-%d%s", job_id, rank, what);
+    return len > 0 && (size_t)len < cap ? XDEV_OK : XDEV_ERR_INIT;
+}
+
 /* Wait (bounded) for every rank's host identity; serve_shm[r] says whether
  * rank r shares this host. */
 static int find_local_ranks(xdev_t *d, bool *local)

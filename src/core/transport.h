@@ -190,6 +190,12 @@ uint64_t xdev_auth_nonce(void);
  * (powers of 1024). Returns XDEV_OK or XDEV_ERR_INIT. */
 int xdev_parse_size(const char *s, size_t *out);
 
+/* The name of a per-job resource in /dev/shm, "xdev-<job id>-<rank><what>":
+ * xdevrun removes what a killed job leaves under its prefix, and a name
+ * that carries the job id cannot meet a stale one from another job.
+ * XDEV_ERR_INIT if the job id has characters a name cannot carry. */
+int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const char *what);
+
 /* Liveness of a process on this host (liveness.c): a pidfd that becomes
  * readable when pid exits, or -1 where the kernel has none; and whether
  * pid is gone by kill(pid, 0) (a pid <= 0 counts as gone). */

@@ -242,7 +242,7 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
         size_pools(tp, npeers);
         for (int r = 0; r < params->size; r++)
             tp->peers[r].credits = tp->credits;
-        rc = ofi_fabric_open(tp);
+        rc = ofi_fabric_open(tp, params->job_id);
         if (rc == XDEV_OK && (rc = ofi_regcache_open(tp)) != XDEV_OK)
             ofi_say("the registration cache could not open (XDEV_REGCACHE)");
         if (rc == XDEV_OK && (rc = open_ctxs(tp)) != XDEV_OK)

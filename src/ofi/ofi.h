@@ -192,7 +192,7 @@ struct xdev_tp {
 };
 
 /* ofi_fabric.c */
-int ofi_fabric_open(xdev_tp_t *tp);
+int ofi_fabric_open(xdev_tp_t *tp, const char *job_id);
 void ofi_fabric_close(xdev_tp_t *tp);
 bool ofi_fast_network(void);
 const char *ofi_strerror(int rc);

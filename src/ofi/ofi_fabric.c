@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ofi.h"
 
 #define OFI_API FI_VERSION(1, 9)
@@ -143,7 +144,19 @@ static int open_cq(xdev_tp_t *tp, size_t size)
     return fi_cq_open(tp->domain, &attr, &tp->cq, NULL) == 0 ? XDEV_OK : XDEV_ERR_INIT;
 }
 
-int ofi_fabric_open(xdev_tp_t *tp)
+/* The shm provider names its region after the pid unless told otherwise,
+ * so a rank killed with SIGKILL leaves a region behind that breaks the
+ * endpoint of whichever later process gets the same pid. A name with the
+ * job id never meets another job's leftovers, and xdevrun removes them. */
+static int name_shm_region(xdev_tp_t *tp, const char *job_id)
+{
+    char name[160], what[32];
+    snprintf(what, sizeof what, "-ofi%d", (int)getpid());
+    int rc = xdev_job_name(name, sizeof name, job_id, tp->rank, what);
+    return rc == XDEV_OK ? fi_setname(&tp->ep->fid, name, strlen(name) + 1) : -FI_EINVAL;
+}
+
+int ofi_fabric_open(xdev_tp_t *tp, const char *job_id)
 {
     const char *v = getenv("XDEV_OFI_RMA");
     if (v && *v && strcmp(v, "off") && strcmp(v, "read") && strcmp(v, "write"))
@@ -180,6 +193,8 @@ int ofi_fabric_open(xdev_tp_t *tp)
         rc = fi_av_open(tp->domain, &av_attr, &tp->av, NULL);
     if (!rc && (step = "fi_endpoint"))
         rc = fi_endpoint(tp->domain, tp->info, &tp->ep, NULL);
+    if (!rc && core_is(fi->fabric_attr->prov_name, "shm") && (step = "fi_setname"))
+        rc = name_shm_region(tp, job_id);
     if (!rc && (step = "fi_ep_bind"))
         rc = fi_ep_bind(tp->ep, &tp->av->fid, 0);
     if (!rc)

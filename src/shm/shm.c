@@ -265,7 +265,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     if (rc == XDEV_OK)
         rc = read_env(tp, &ring);
     if (rc == XDEV_OK && tp->npeers) {
-        rc = shm_seg_name(tp->own_name, sizeof tp->own_name, params->job_id, params->rank);
+        rc = xdev_job_name(tp->own_name, sizeof tp->own_name, params->job_id, params->rank, "");
         if (rc == XDEV_OK)
             rc = shm_seg_create(tp, params, ring);
         if (rc == XDEV_OK)

@@ -114,7 +114,6 @@ struct xdev_tp {
 };
 
 /* shm_seg.c */
-int shm_seg_name(char *out, size_t cap, const char *job_id, int rank);
 int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes);
 int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms);
 void shm_seg_unmap(shm_seg_t *seg);

@@ -35,17 +35,6 @@
 
 static uint64_t round_page(uint64_t n) { return (n + PAGE - 1) & ~(uint64_t)(PAGE - 1); }
 
-int shm_seg_name(char *out, size_t cap, const char *job_id, int rank)
-{
-    /* xdevrun removes /dev/shm/xdev-<job id>* after a job: keep that prefix,
-     * and keep the id to characters that cannot reach another name. */
-    size_t n = strspn(job_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
-    if (!n || job_id[n] || n > 64)
-        return XDEV_ERR_INIT;
-    snprintf(out, cap, "/xdev-%s-%d", job_id, rank);
-    return XDEV_OK;
-}
-
 /* Fault in a ring area now, writable, rather than page by page during the
  * first lap of traffic (a fault costs as much as hundreds of messages).
  * Only called on areas nothing has been written to yet, where storing a
@@ -167,7 +156,7 @@ static bool header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner)
 static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
 {
     char name[128];
-    shm_seg_name(name, sizeof name, job_id, p->rank);
+    xdev_job_name(name, sizeof name, job_id, p->rank, "");
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0)
         return errno == ENOENT ? 0 : XDEV_ERR_SYSTEM;
