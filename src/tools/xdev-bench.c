@@ -3,59 +3,21 @@
  *
  * Runs as both ranks of a 2-rank job:  xdevrun -n 2 xdev-bench [options]
  * Both ranks parse the same argv, so they agree on every parameter; rank 0
- * times and prints. See usage() for the tests and the output formats.
+ * times and prints. The method, the options and the output formats are in
+ * bench_method.c and bench_loops.h, shared with the MPI and raw TCP
+ * baselines in test/bench; this file is xdev's messaging and setup.
  */
-#include <ctype.h>
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "bench_method.h"
 #include "xdev.h"
 
-enum { TAG_DATA = 1, TAG_ACK = 2, TAG_BARRIER = 3 };
-
-#define ACK_BYTES 4
-#define LARGE_MESSAGE 8192          /* OSU: bigger sizes get fewer iterations */
-#define RATE_MAX_SIZE 8192          /* the rate test covers small sizes only */
-#define MAX_SIZE_LIMIT (1ul << 30)
-#define DEFAULT_WINDOW 64
-
-enum format { FMT_TABLE, FMT_CSV, FMT_JSON };
-
-struct opts {
-    size_t min_size, max_size;
-    long iters;   /* 0: OSU default for the test and size */
-    long warmup;  /* -1: OSU default for the test and size */
-    int window;
-    int ctx;
-    unsigned tests; /* bit i selects tests[i] */
-    enum format fmt;
-};
-
-struct bench {
+struct bench_io {
     xdev_t *dev;
-    int rank;
     int peer;
     int ctx;
-    int window;
-    char *sbuf, *rbuf;             /* max_size bytes each, page-aligned */
-    char ack[ACK_BYTES];
-    xdev_request_t *sreq, *rreq;   /* window requests each */
-};
-
-struct test {
-    const char *name;
-    const char *column;  /* header of the value column in the table */
-    const char *unit;    /* unit in CSV and JSON */
-    int decimals;        /* of the value in the table */
-    int windowed;        /* bw-style: iterations count windows */
-    size_t max_size;     /* largest size the test runs; 0: no cap */
-    /* Runs one size; the return value is meaningful on rank 0 only. */
-    double (*run)(struct bench *b, size_t size, long iters, long warmup);
+    xdev_request_t *sreq, *rreq;   /* a window each */
 };
 
 static int my_rank = -1; /* for diagnostics only */
@@ -72,15 +34,6 @@ static void check(int rc, const char *what)
         die_xdev(rc, what);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ---- communication helpers ---- */
-
 static void wait_all(xdev_request_t *reqs, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -90,195 +43,48 @@ static void wait_all(xdev_request_t *reqs, int n)
     }
 }
 
-static void post_sends(struct bench *b, size_t size)
+static inline void bench_send(struct bench_io *io, const void *buf, size_t size, int tag)
 {
-    for (int i = 0; i < b->window; i++)
-        check(xdev_isend(b->dev, b->sbuf, size, b->peer, TAG_DATA, b->ctx, &b->sreq[i]),
+    check(xdev_send(io->dev, buf, size, io->peer, tag, io->ctx), "xdev_send");
+}
+
+static inline void bench_recv(struct bench_io *io, void *buf, size_t size, int tag)
+{
+    check(xdev_recv(io->dev, buf, size, io->peer, tag, io->ctx, NULL), "xdev_recv");
+}
+
+static inline void bench_post_sends(struct bench_io *io, const void *buf, size_t size,
+                                    int tag, int count)
+{
+    for (int i = 0; i < count; i++)
+        check(xdev_isend(io->dev, buf, size, io->peer, tag, io->ctx, &io->sreq[i]),
               "xdev_isend");
 }
 
-static void post_recvs(struct bench *b, size_t size)
+static inline void bench_post_recvs(struct bench_io *io, void *buf, size_t size, int tag,
+                                    int count)
 {
-    for (int i = 0; i < b->window; i++)
-        check(xdev_irecv(b->dev, b->rbuf, size, b->peer, TAG_DATA, b->ctx, &b->rreq[i]),
+    for (int i = 0; i < count; i++)
+        check(xdev_irecv(io->dev, buf, size, io->peer, tag, io->ctx, &io->rreq[i]),
               "xdev_irecv");
 }
 
-/* Zero-byte exchange: neither rank leaves before both have arrived. */
-static void barrier(struct bench *b)
+/* xdev progresses every posted request while it waits for any one. */
+static inline void bench_wait_sends(struct bench_io *io, int count)
 {
-    if (b->rank == 0) {
-        check(xdev_send(b->dev, NULL, 0, b->peer, TAG_BARRIER, b->ctx), "xdev_send (barrier)");
-        check(xdev_recv(b->dev, NULL, 0, b->peer, TAG_BARRIER, b->ctx, NULL),
-              "xdev_recv (barrier)");
-    } else {
-        check(xdev_recv(b->dev, NULL, 0, b->peer, TAG_BARRIER, b->ctx, NULL),
-              "xdev_recv (barrier)");
-        check(xdev_send(b->dev, NULL, 0, b->peer, TAG_BARRIER, b->ctx), "xdev_send (barrier)");
-    }
+    wait_all(io->sreq, count);
 }
 
-/* ---- the tests ---- */
-
-static double run_latency(struct bench *b, size_t size, long iters, long warmup)
+static inline void bench_wait_recvs(struct bench_io *io, int count)
 {
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        if (b->rank == 0) {
-            check(xdev_send(b->dev, b->sbuf, size, b->peer, TAG_DATA, b->ctx), "xdev_send");
-            check(xdev_recv(b->dev, b->rbuf, size, b->peer, TAG_DATA, b->ctx, NULL), "xdev_recv");
-        } else {
-            check(xdev_recv(b->dev, b->rbuf, size, b->peer, TAG_DATA, b->ctx, NULL), "xdev_recv");
-            check(xdev_send(b->dev, b->sbuf, size, b->peer, TAG_DATA, b->ctx), "xdev_send");
-        }
-    }
-    return (now() - t0) * 1e6 / (2.0 * iters);
+    wait_all(io->rreq, count);
 }
 
-/* The bw pattern: rank 0 sends windows, rank 1 acks each one. Returns the
- * seconds the timed windows took. */
-static double time_windows(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        if (b->rank == 0) {
-            post_sends(b, size);
-            wait_all(b->sreq, b->window);
-            check(xdev_recv(b->dev, b->ack, ACK_BYTES, b->peer, TAG_ACK, b->ctx, NULL),
-                  "xdev_recv (ack)");
-        } else {
-            post_recvs(b, size);
-            wait_all(b->rreq, b->window);
-            check(xdev_send(b->dev, b->ack, ACK_BYTES, b->peer, TAG_ACK, b->ctx),
-                  "xdev_send (ack)");
-        }
-    }
-    return now() - t0;
-}
+#include "bench_loops.h"
 
-static double run_bw(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t = time_windows(b, size, iters, warmup);
-    return (double)size * b->window * iters / t / 1e6;
-}
-
-static double run_rate(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t = time_windows(b, size, iters, warmup);
-    return (double)b->window * iters / t;
-}
-
-/* Both ranks post a window of receives and a window of sends at once; the
- * result counts the bytes of both directions. */
-static double run_bibw(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        post_recvs(b, size);
-        post_sends(b, size);
-        wait_all(b->sreq, b->window);
-        wait_all(b->rreq, b->window);
-    }
-    return 2.0 * size * b->window * iters / (now() - t0) / 1e6;
-}
-
-static const struct test tests[] = {
-    { "latency", "latency(us)", "us", 2, 0, 0, run_latency },
-    { "bw", "bandwidth(MB/s)", "MB/s", 2, 1, 0, run_bw },
-    { "bibw", "bandwidth(MB/s)", "MB/s", 2, 1, 0, run_bibw },
-    { "rate", "rate(msg/s)", "msg/s", 0, 1, RATE_MAX_SIZE, run_rate },
-};
-#define NTESTS (sizeof tests / sizeof tests[0])
-
-/* OSU's iteration counts, unless --iters / --warmup override them. */
-static void iterations(const struct opts *o, const struct test *t, size_t size, long *iters,
-                       long *warmup)
-{
-    int large = size > LARGE_MESSAGE;
-    if (t->windowed) {
-        *iters = large ? 20 : 100;
-        *warmup = large ? 2 : 10;
-    } else {
-        *iters = large ? 1000 : 10000;
-        *warmup = large ? 100 : 1000;
-    }
-    if (o->iters > 0)
-        *iters = o->iters;
-    if (o->warmup >= 0)
-        *warmup = o->warmup;
-}
-
-/* Sizes: 0 if --min is 0, then the powers of two in [min, max]. */
-static size_t first_size(size_t min)
-{
-    size_t s = 1;
-    if (min == 0)
-        return 0;
-    while (s < min)
-        s *= 2;
-    return s;
-}
-
-static size_t next_size(size_t s)
-{
-    return s == 0 ? 1 : 2 * s;
-}
-
-/* ---- output ---- */
-
-static void print_begin(enum format fmt)
-{
-    if (fmt == FMT_CSV)
-        printf("test,size,iters,value,unit\n");
-}
-
-static void print_title(enum format fmt, const struct test *t, const char *transport,
-                        int window)
-{
-    if (fmt != FMT_TABLE)
-        return;
-    printf("# xdev %s (transport %s, 2 ranks", t->name, transport);
-    if (t->windowed)
-        printf(", window %d", window);
-    printf(")\n%-10s %18s\n", "size", t->column);
-}
-
-static void print_row(enum format fmt, const struct test *t, const char *transport,
-                      size_t size, long iters, double value)
-{
-    switch (fmt) {
-    case FMT_TABLE:
-        printf("%-10zu %18.*f\n", size, t->decimals, value);
-        break;
-    case FMT_CSV:
-        printf("%s,%zu,%ld,%.3f,%s\n", t->name, size, iters, value, t->unit);
-        break;
-    case FMT_JSON:
-        printf("{\"test\":\"%s\",\"size\":%zu,\"iters\":%ld,\"value\":%.3f,\"unit\":\"%s\","
-               "\"transport\":\"%s\"}\n",
-               t->name, size, iters, value, t->unit, transport);
-        break;
-    }
-    fflush(stdout);
-}
-
-static void print_end(enum format fmt)
-{
-    if (fmt == FMT_TABLE)
-        printf("\n");
-}
-
-/* ---- command line ---- */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
+static const struct bench_program program = {
+    .name = "xdev-bench",
+    .about =
         "Usage: xdevrun -n 2 xdev-bench [options]\n"
         "OSU-style point-to-point benchmarks between the two ranks of a job.\n"
         "\n"
@@ -288,216 +94,58 @@ static void usage(FILE *f)
         "           the matching xdev_irecv, then acks the window with a 4-byte\n"
         "           message; MB/s (1e6 bytes/s)\n"
         "  bibw     both ranks post a window of receives and of sends at once;\n"
-        "           MB/s of both directions together\n"
-        "  rate     the bw pattern in messages/s; sizes up to %d bytes only\n"
-        "\n"
-        "Options:\n"
-        "  --tests LIST  comma-separated tests to run (default latency,bw,bibw,rate)\n"
-        "  --min SIZE    smallest size (default 1); 0 adds a zero-byte size first\n"
-        "  --max SIZE    largest size (default 4M, at most 1G)\n"
-        "                sizes are the powers of two from --min to --max; SIZE may\n"
-        "                end in K, M or G (powers of 1024)\n"
-        "  --iters N     timed iterations per size (windows for bw, bibw, rate);\n"
-        "                default as OSU: latency 10000, windows 100 up to %d bytes,\n"
-        "                latency 1000, windows 20 above\n"
-        "  --warmup N    untimed iterations before them; default latency 1000,\n"
-        "                windows 10 up to %d bytes, latency 100, windows 2 above\n"
-        "  --window W    messages per window (default %d)\n"
-        "  --ctx C       xdev context to use (default 0)\n"
-        "  --csv         CSV: the header line test,size,iters,value,unit, then one\n"
-        "                line per test and size (units: us, MB/s, msg/s)\n"
-        "  --json        JSON Lines: one object per test and size, each on its own\n"
-        "                line, e.g. {\"test\":\"bw\",\"size\":1024,\"iters\":100,\n"
-        "                \"value\":812.500,\"unit\":\"MB/s\",\"transport\":\"tcp\"}\n"
-        "  -h, --help    this text\n"
+        "           MB/s of both directions together\n",
+    .ctx_help = "xdev context to use (default 0)",
+    .json_example_transport = "tcp",
+    .epilogue =
         "\n"
         "The default output is one table per test. The transport named in it is\n"
         "$XDEV_TRANSPORT, or \"auto\" if unset. Rank 0 prints; errors go to stderr\n"
         "and make the program exit non-zero.\n",
-        RATE_MAX_SIZE, LARGE_MESSAGE, LARGE_MESSAGE, DEFAULT_WINDOW);
-}
-
-static void bad_arg(const char *opt, const char *val)
-{
-    fprintf(stderr, "xdev-bench: bad value for %s: '%s' (try --help)\n", opt, val);
-    exit(2);
-}
-
-static long parse_long(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        bad_arg(opt, s);
-    return v;
-}
-
-static size_t parse_size(const char *opt, const char *s)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !isdigit((unsigned char)s[0]))
-        bad_arg(opt, s);
-    switch (*end) {
-    case 'g': case 'G': v <<= 10; /* fall through */
-    case 'm': case 'M': v <<= 10; /* fall through */
-    case 'k': case 'K': v <<= 10; end++; break;
-    default: break;
-    }
-    if (*end || v > MAX_SIZE_LIMIT)
-        bad_arg(opt, s);
-    return (size_t)v;
-}
-
-static unsigned parse_tests(const char *list)
-{
-    unsigned mask = 0;
-    const char *p = list;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        size_t i;
-        for (i = 0; i < NTESTS; i++)
-            if (strlen(tests[i].name) == len && strncmp(tests[i].name, p, len) == 0)
-                break;
-        if (i == NTESTS)
-            bad_arg("--tests", list);
-        mask |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    if (!mask)
-        bad_arg("--tests", list);
-    return mask;
-}
-
-static void parse_args(int argc, char **argv, struct opts *o)
-{
-    enum { O_MIN = 256, O_MAX, O_ITERS, O_WARMUP, O_WINDOW, O_TESTS, O_CTX, O_CSV, O_JSON };
-    static const struct option longopts[] = {
-        { "min", required_argument, NULL, O_MIN },
-        { "max", required_argument, NULL, O_MAX },
-        { "iters", required_argument, NULL, O_ITERS },
-        { "warmup", required_argument, NULL, O_WARMUP },
-        { "window", required_argument, NULL, O_WINDOW },
-        { "tests", required_argument, NULL, O_TESTS },
-        { "ctx", required_argument, NULL, O_CTX },
-        { "csv", no_argument, NULL, O_CSV },
-        { "json", no_argument, NULL, O_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    *o = (struct opts){ .min_size = 1, .max_size = 4ul << 20, .iters = 0, .warmup = -1,
-                        .window = DEFAULT_WINDOW, .ctx = 0, .tests = (1u << NTESTS) - 1,
-                        .fmt = FMT_TABLE };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_MIN: o->min_size = parse_size("--min", optarg); break;
-        case O_MAX: o->max_size = parse_size("--max", optarg); break;
-        case O_ITERS: o->iters = parse_long("--iters", optarg, 1, 1000000000); break;
-        case O_WARMUP: o->warmup = parse_long("--warmup", optarg, 0, 1000000000); break;
-        case O_WINDOW: o->window = (int)parse_long("--window", optarg, 1, 1 << 20); break;
-        case O_TESTS: o->tests = parse_tests(optarg); break;
-        case O_CTX: o->ctx = (int)parse_long("--ctx", optarg, 0, 0x7fffffff); break;
-        case O_CSV: o->fmt = FMT_CSV; break;
-        case O_JSON: o->fmt = FMT_JSON; break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "xdev-bench: unexpected argument '%s' (try --help)\n", argv[optind]);
-        exit(2);
-    }
-    if (o->min_size > o->max_size) {
-        fprintf(stderr, "xdev-bench: --min is larger than --max\n");
-        exit(2);
-    }
-}
-
-/* ---- main ---- */
-
-static void *alloc_buffer(size_t size)
-{
-    void *p;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    int rc = posix_memalign(&p, page, size ? size : 1);
-    if (rc) {
-        fprintf(stderr, "xdev-bench: rank %d: cannot allocate %zu bytes: %s\n", my_rank, size,
-                strerror(rc));
-        exit(1);
-    }
-    memset(p, 'a' + my_rank, size ? size : 1); /* touch every page before timing */
-    return p;
-}
-
-static void run_test(struct bench *b, const struct opts *o, const struct test *t,
-                     const char *transport)
-{
-    if (b->rank == 0)
-        print_title(o->fmt, t, transport, o->window);
-    for (size_t size = first_size(o->min_size); size <= o->max_size; size = next_size(size)) {
-        if (t->max_size && size > t->max_size)
-            break;
-        long iters, warmup;
-        iterations(o, t, size, &iters, &warmup);
-        barrier(b);
-        double value = t->run(b, size, iters, warmup);
-        if (b->rank == 0)
-            print_row(o->fmt, t, transport, size, iters, value);
-    }
-    if (b->rank == 0)
-        print_end(o->fmt);
-}
+};
 
 int main(int argc, char **argv)
 {
-    struct opts o;
-    parse_args(argc, argv, &o);
+    struct bench_opts o;
+    bench_parse_args(&program, argc, argv, &o);
 
     const char *transport = getenv("XDEV_TRANSPORT");
     if (!transport || !*transport)
         transport = "auto";
+    char setup[96];
+    snprintf(setup, sizeof setup, "transport %s, 2 ranks", transport);
+    struct bench_label label = { .system = "xdev", .setup = setup, .transport = transport };
 
-    struct bench b = { .ctx = o.ctx, .window = o.window };
-    check(xdev_init(NULL, &b.dev), "xdev_init");
-    b.rank = xdev_rank(b.dev);
+    struct bench_io io = { .ctx = o.ctx };
+    struct bench b = { .io = &io };
+    check(xdev_init(NULL, &io.dev), "xdev_init");
+    b.rank = xdev_rank(io.dev);
     if (b.rank < 0)
         die_xdev(b.rank, "xdev_rank");
     my_rank = b.rank;
-    int nranks = xdev_size(b.dev);
+    int nranks = xdev_size(io.dev);
     if (nranks < 0)
         die_xdev(nranks, "xdev_size");
     if (nranks != 2) {
         if (b.rank == 0)
             fprintf(stderr, "xdev-bench: needs exactly 2 ranks, the job has %d\n", nranks);
-        xdev_finalize(b.dev);
+        xdev_finalize(io.dev);
         return 1;
     }
-    b.peer = 1 - b.rank;
+    io.peer = 1 - b.rank;
 
-    b.sbuf = alloc_buffer(o.max_size);
-    b.rbuf = alloc_buffer(o.max_size);
-    b.sreq = calloc(o.window, sizeof *b.sreq);
-    b.rreq = calloc(o.window, sizeof *b.rreq);
-    if (!b.sreq || !b.rreq)
+    if (bench_setup(&program, &b, &o) < 0)
+        exit(1);
+    io.sreq = calloc(o.window, sizeof *io.sreq);
+    io.rreq = calloc(o.window, sizeof *io.rreq);
+    if (!io.sreq || !io.rreq)
         die_xdev(XDEV_ERR_NOMEM, "allocating requests");
 
-    if (b.rank == 0)
-        print_begin(o.fmt);
-    for (size_t i = 0; i < NTESTS; i++) {
-        if (o.tests & (1u << i)) {
-            barrier(&b);
-            run_test(&b, &o, &tests[i], transport);
-        }
-    }
-    barrier(&b);
+    bench_run(&b, &o, &label, &bench_loops);
 
-    free(b.sbuf);
-    free(b.rbuf);
-    free(b.sreq);
-    free(b.rreq);
-    check(xdev_finalize(b.dev), "xdev_finalize");
+    bench_free(&b);
+    free(io.sreq);
+    free(io.rreq);
+    check(xdev_finalize(io.dev), "xdev_finalize");
     return 0;
 }
