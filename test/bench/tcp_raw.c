@@ -2,8 +2,9 @@
  * tcp-raw-bench - the raw-socket baseline for xdev-bench.
  *
  * Forks into two processes joined by one TCP loopback connection and runs
- * the tests of xdev-bench with the same method, sizes, iteration counts and
- * output formats, so that a script can join the two on (test, size).
+ * the tests of xdev-bench with its method, options and output formats
+ * (src/tools/bench_method.c and bench_loops.h), so that a script can join
+ * the two on (test, size). This file is the messaging and the setup.
  *
  * The connection is what a framed message transport does at best: both
  * sockets are nonblocking with TCP_NODELAY and both sides busy-poll
@@ -13,9 +14,7 @@
  * caller's buffer when the socket allows. Acks and barriers are framed
  * messages too.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <fcntl.h>
@@ -26,45 +25,11 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../../src/tools/bench_method.h"
+
 #define HDR_BYTES 8
-#define ACK_BYTES 4
-#define LARGE_MESSAGE 8192          /* OSU: bigger sizes get fewer iterations */
-#define RATE_MAX_SIZE 8192          /* the rate test covers small sizes only */
-#define MAX_SIZE_LIMIT (1ul << 30)
-#define DEFAULT_WINDOW 64
-
-enum format { FMT_TABLE, FMT_CSV, FMT_JSON };
-
-struct opts {
-    size_t min_size, max_size;
-    long iters;   /* 0: OSU default for the test and size */
-    long warmup;  /* -1: OSU default for the test and size */
-    int window;
-    unsigned tests; /* bit i selects tests[i] */
-    enum format fmt;
-};
-
-struct bench {
-    int fd;
-    int rank;   /* 0: the parent, which prints; 1: the child */
-    int window;
-    char *sbuf, *rbuf;  /* max_size bytes each, page-aligned */
-    char ack[ACK_BYTES];
-};
-
-struct test {
-    const char *name;
-    const char *column;  /* header of the value column in the table */
-    const char *unit;    /* unit in CSV and JSON */
-    int decimals;        /* of the value in the table */
-    int windowed;        /* bw-style: iterations count windows */
-    size_t max_size;     /* largest size the test runs; 0: no cap */
-    /* Runs one size; the return value is meaningful on rank 0 only. */
-    double (*run)(struct bench *b, size_t size, long iters, long warmup);
-};
 
 static int my_rank = -1; /* for diagnostics only */
 
@@ -78,13 +43,6 @@ static void die_msg(const char *msg)
 {
     fprintf(stderr, "tcp-raw-bench: rank %d: %s\n", my_rank, msg);
     exit(1);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- framed, busy-polled streams ---- */
@@ -195,328 +153,58 @@ static void recv_frames(int fd, void *buf, size_t size, int count)
         ;
 }
 
-/* Zero-byte exchange: neither side leaves before both have arrived. */
-static void barrier(struct bench *b)
-{
-    if (b->rank == 0) {
-        send_frames(b->fd, NULL, 0, 1);
-        recv_frames(b->fd, NULL, 0, 1);
-    } else {
-        recv_frames(b->fd, NULL, 0, 1);
-        send_frames(b->fd, NULL, 0, 1);
-    }
-}
-
-/* ---- the tests ---- */
-
-static double run_latency(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        if (b->rank == 0) {
-            send_frames(b->fd, b->sbuf, size, 1);
-            recv_frames(b->fd, b->rbuf, size, 1);
-        } else {
-            recv_frames(b->fd, b->rbuf, size, 1);
-            send_frames(b->fd, b->sbuf, size, 1);
-        }
-    }
-    return (now() - t0) * 1e6 / (2.0 * iters);
-}
-
-/* The bw pattern: rank 0 sends windows, rank 1 acks each one. Returns the
- * seconds the timed windows took. */
-static double time_windows(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        if (b->rank == 0) {
-            send_frames(b->fd, b->sbuf, size, b->window);
-            recv_frames(b->fd, b->ack, ACK_BYTES, 1);
-        } else {
-            recv_frames(b->fd, b->rbuf, size, b->window);
-            send_frames(b->fd, b->ack, ACK_BYTES, 1);
-        }
-    }
-    return now() - t0;
-}
-
-static double run_bw(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t = time_windows(b, size, iters, warmup);
-    return (double)size * b->window * iters / t / 1e6;
-}
-
-static double run_rate(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t = time_windows(b, size, iters, warmup);
-    return (double)b->window * iters / t;
-}
-
-/* Both sides send a window and receive one at once, alternating send and
- * receive attempts so that neither stalls on a full socket buffer; the
- * result counts the bytes of both directions. */
-static double run_bibw(struct bench *b, size_t size, long iters, long warmup)
-{
-    double t0 = now();
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
-            t0 = now();
-        struct stream tx, rx;
-        stream_init(&tx, b->fd, b->sbuf, size, b->window);
-        stream_init(&rx, b->fd, b->rbuf, size, b->window);
-        int tx_done = 0, rx_done = 0;
-        while (!(tx_done && rx_done)) {
-            tx_done = stream_tx(&tx);
-            rx_done = stream_rx(&rx);
-        }
-    }
-    return 2.0 * size * b->window * iters / (now() - t0) / 1e6;
-}
-
-static const struct test tests[] = {
-    { "latency", "latency(us)", "us", 2, 0, 0, run_latency },
-    { "bw", "bandwidth(MB/s)", "MB/s", 2, 1, 0, run_bw },
-    { "bibw", "bandwidth(MB/s)", "MB/s", 2, 1, 0, run_bibw },
-    { "rate", "rate(msg/s)", "msg/s", 0, 1, RATE_MAX_SIZE, run_rate },
+/* Framed messages arrive in the order they were sent, so tags need no
+ * matching and are ignored. */
+struct bench_io {
+    int fd;
+    struct stream tx, rx;   /* the window posted last; idle once complete */
 };
-#define NTESTS (sizeof tests / sizeof tests[0])
 
-/* OSU's iteration counts, unless --iters / --warmup override them. */
-static void iterations(const struct opts *o, const struct test *t, size_t size, long *iters,
-                       long *warmup)
+static inline void bench_send(struct bench_io *io, const void *buf, size_t size, int tag)
 {
-    int large = size > LARGE_MESSAGE;
-    if (t->windowed) {
-        *iters = large ? 20 : 100;
-        *warmup = large ? 2 : 10;
-    } else {
-        *iters = large ? 1000 : 10000;
-        *warmup = large ? 100 : 1000;
-    }
-    if (o->iters > 0)
-        *iters = o->iters;
-    if (o->warmup >= 0)
-        *warmup = o->warmup;
+    (void)tag;
+    send_frames(io->fd, (void *)buf, size, 1);
 }
 
-/* Sizes: 0 if --min is 0, then the powers of two in [min, max]. */
-static size_t first_size(size_t min)
+static inline void bench_recv(struct bench_io *io, void *buf, size_t size, int tag)
 {
-    size_t s = 1;
-    if (min == 0)
-        return 0;
-    while (s < min)
-        s *= 2;
-    return s;
+    (void)tag;
+    recv_frames(io->fd, buf, size, 1);
 }
 
-static size_t next_size(size_t s)
+static inline void bench_post_sends(struct bench_io *io, const void *buf, size_t size,
+                                    int tag, int count)
 {
-    return s == 0 ? 1 : 2 * s;
+    (void)tag;
+    stream_init(&io->tx, io->fd, (void *)buf, size, count);
 }
 
-/* ---- output ---- */
-
-static void print_begin(enum format fmt)
+static inline void bench_post_recvs(struct bench_io *io, void *buf, size_t size, int tag,
+                                    int count)
 {
-    if (fmt == FMT_CSV)
-        printf("test,size,iters,value,unit\n");
+    (void)tag;
+    stream_init(&io->rx, io->fd, buf, size, count);
 }
 
-static void print_title(enum format fmt, const struct test *t, int window)
+/* Alternating send and receive attempts, so that neither side stalls on a
+ * full socket buffer while both send a window (bibw). */
+static inline void bench_wait_sends(struct bench_io *io, int count)
 {
-    if (fmt != FMT_TABLE)
-        return;
-    printf("# tcp-raw %s (loopback TCP, 2 processes", t->name);
-    if (t->windowed)
-        printf(", window %d", window);
-    printf(")\n%-10s %18s\n", "size", t->column);
+    (void)count;
+    while (!stream_tx(&io->tx))
+        stream_rx(&io->rx);
 }
 
-static void print_row(enum format fmt, const struct test *t, size_t size, long iters,
-                      double value)
+static inline void bench_wait_recvs(struct bench_io *io, int count)
 {
-    switch (fmt) {
-    case FMT_TABLE:
-        printf("%-10zu %18.*f\n", size, t->decimals, value);
-        break;
-    case FMT_CSV:
-        printf("%s,%zu,%ld,%.3f,%s\n", t->name, size, iters, value, t->unit);
-        break;
-    case FMT_JSON:
-        printf("{\"test\":\"%s\",\"size\":%zu,\"iters\":%ld,\"value\":%.3f,\"unit\":\"%s\","
-               "\"transport\":\"tcp-raw\"}\n",
-               t->name, size, iters, value, t->unit);
-        break;
-    }
-    fflush(stdout);
+    (void)count;
+    while (!stream_rx(&io->rx))
+        stream_tx(&io->tx);
 }
 
-static void print_end(enum format fmt)
-{
-    if (fmt == FMT_TABLE)
-        printf("\n");
-}
-
-/* ---- command line ---- */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: tcp-raw-bench [options]\n"
-        "Raw TCP loopback baseline for xdev-bench: forks into two processes joined\n"
-        "by one nonblocking, busy-polled TCP connection (TCP_NODELAY) and runs the\n"
-        "same tests with the same method. Every message is an 8-byte length and\n"
-        "the payload, sent with one writev.\n"
-        "\n"
-        "Tests:\n"
-        "  latency  ping-pong; half the round trip, in us\n"
-        "  bw       the parent sends a window of messages, the child receives them\n"
-        "           and acks the window with a 4-byte message; MB/s (1e6 bytes/s)\n"
-        "  bibw     both send and receive a window at once; MB/s of both\n"
-        "           directions together\n"
-        "  rate     the bw pattern in messages/s; sizes up to %d bytes only\n"
-        "\n"
-        "Options:\n"
-        "  --tests LIST  comma-separated tests to run (default latency,bw,bibw,rate)\n"
-        "  --min SIZE    smallest size (default 1); 0 adds a zero-byte size first\n"
-        "  --max SIZE    largest size (default 4M, at most 1G)\n"
-        "                sizes are the powers of two from --min to --max; SIZE may\n"
-        "                end in K, M or G (powers of 1024)\n"
-        "  --iters N     timed iterations per size (windows for bw, bibw, rate);\n"
-        "                default as OSU: latency 10000, windows 100 up to %d bytes,\n"
-        "                latency 1000, windows 20 above\n"
-        "  --warmup N    untimed iterations before them; default latency 1000,\n"
-        "                windows 10 up to %d bytes, latency 100, windows 2 above\n"
-        "  --window W    messages per window (default %d)\n"
-        "  --ctx C       accepted and ignored, so xdev-bench arguments can be reused\n"
-        "  --csv         CSV: the header line test,size,iters,value,unit, then one\n"
-        "                line per test and size (units: us, MB/s, msg/s)\n"
-        "  --json        JSON Lines: one object per test and size, each on its own\n"
-        "                line, e.g. {\"test\":\"bw\",\"size\":1024,\"iters\":100,\n"
-        "                \"value\":812.500,\"unit\":\"MB/s\",\"transport\":\"tcp-raw\"}\n"
-        "  -h, --help    this text\n",
-        RATE_MAX_SIZE, LARGE_MESSAGE, LARGE_MESSAGE, DEFAULT_WINDOW);
-}
-
-static void bad_arg(const char *opt, const char *val)
-{
-    fprintf(stderr, "tcp-raw-bench: bad value for %s: '%s' (try --help)\n", opt, val);
-    exit(2);
-}
-
-static long parse_long(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        bad_arg(opt, s);
-    return v;
-}
-
-static size_t parse_size(const char *opt, const char *s)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !isdigit((unsigned char)s[0]))
-        bad_arg(opt, s);
-    switch (*end) {
-    case 'g': case 'G': v <<= 10; /* fall through */
-    case 'm': case 'M': v <<= 10; /* fall through */
-    case 'k': case 'K': v <<= 10; end++; break;
-    default: break;
-    }
-    if (*end || v > MAX_SIZE_LIMIT)
-        bad_arg(opt, s);
-    return (size_t)v;
-}
-
-static unsigned parse_tests(const char *list)
-{
-    unsigned mask = 0;
-    const char *p = list;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        size_t i;
-        for (i = 0; i < NTESTS; i++)
-            if (strlen(tests[i].name) == len && strncmp(tests[i].name, p, len) == 0)
-                break;
-        if (i == NTESTS)
-            bad_arg("--tests", list);
-        mask |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    if (!mask)
-        bad_arg("--tests", list);
-    return mask;
-}
-
-static void parse_args(int argc, char **argv, struct opts *o)
-{
-    enum { O_MIN = 256, O_MAX, O_ITERS, O_WARMUP, O_WINDOW, O_TESTS, O_CTX, O_CSV, O_JSON };
-    static const struct option longopts[] = {
-        { "min", required_argument, NULL, O_MIN },
-        { "max", required_argument, NULL, O_MAX },
-        { "iters", required_argument, NULL, O_ITERS },
-        { "warmup", required_argument, NULL, O_WARMUP },
-        { "window", required_argument, NULL, O_WINDOW },
-        { "tests", required_argument, NULL, O_TESTS },
-        { "ctx", required_argument, NULL, O_CTX },
-        { "csv", no_argument, NULL, O_CSV },
-        { "json", no_argument, NULL, O_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    *o = (struct opts){ .min_size = 1, .max_size = 4ul << 20, .iters = 0, .warmup = -1,
-                        .window = DEFAULT_WINDOW, .tests = (1u << NTESTS) - 1,
-                        .fmt = FMT_TABLE };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_MIN: o->min_size = parse_size("--min", optarg); break;
-        case O_MAX: o->max_size = parse_size("--max", optarg); break;
-        case O_ITERS: o->iters = parse_long("--iters", optarg, 1, 1000000000); break;
-        case O_WARMUP: o->warmup = parse_long("--warmup", optarg, 0, 1000000000); break;
-        case O_WINDOW: o->window = (int)parse_long("--window", optarg, 1, 1 << 20); break;
-        case O_TESTS: o->tests = parse_tests(optarg); break;
-        case O_CTX: parse_long("--ctx", optarg, 0, 0x7fffffff); break;
-        case O_CSV: o->fmt = FMT_CSV; break;
-        case O_JSON: o->fmt = FMT_JSON; break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "tcp-raw-bench: unexpected argument '%s' (try --help)\n", argv[optind]);
-        exit(2);
-    }
-    if (o->min_size > o->max_size) {
-        fprintf(stderr, "tcp-raw-bench: --min is larger than --max\n");
-        exit(2);
-    }
-}
+#include "../../src/tools/bench_loops.h"
 
 /* ---- setup ---- */
-
-static void *alloc_buffer(size_t size)
-{
-    void *p;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    int rc = posix_memalign(&p, page, size ? size : 1);
-    if (rc) {
-        errno = rc;
-        die("posix_memalign");
-    }
-    memset(p, 'a' + my_rank, size ? size : 1); /* touch every page before timing */
-    return p;
-}
 
 static void tune_socket(int fd)
 {
@@ -564,49 +252,43 @@ static int connect_pair(pid_t *child)
     return fd;
 }
 
-static void run_test(struct bench *b, const struct opts *o, const struct test *t)
-{
-    if (b->rank == 0)
-        print_title(o->fmt, t, o->window);
-    for (size_t size = first_size(o->min_size); size <= o->max_size; size = next_size(size)) {
-        if (t->max_size && size > t->max_size)
-            break;
-        long iters, warmup;
-        iterations(o, t, size, &iters, &warmup);
-        barrier(b);
-        double value = t->run(b, size, iters, warmup);
-        if (b->rank == 0)
-            print_row(o->fmt, t, size, iters, value);
-    }
-    if (b->rank == 0)
-        print_end(o->fmt);
-}
+static const struct bench_program program = {
+    .name = "tcp-raw-bench",
+    .about =
+        "Usage: tcp-raw-bench [options]\n"
+        "Raw TCP loopback baseline for xdev-bench: forks into two processes joined\n"
+        "by one nonblocking, busy-polled TCP connection (TCP_NODELAY) and runs the\n"
+        "same tests with the same method. Every message is an 8-byte length and\n"
+        "the payload, sent with one writev.\n"
+        "\n"
+        "Tests:\n"
+        "  latency  ping-pong; half the round trip, in us\n"
+        "  bw       the parent sends a window of messages, the child receives them\n"
+        "           and acks the window with a 4-byte message; MB/s (1e6 bytes/s)\n"
+        "  bibw     both send and receive a window at once; MB/s of both\n"
+        "           directions together\n",
+    .ctx_help = "accepted and ignored, so xdev-bench arguments can be reused",
+    .json_example_transport = "tcp-raw",
+};
 
 int main(int argc, char **argv)
 {
-    struct opts o;
-    parse_args(argc, argv, &o);
+    struct bench_opts o;
+    bench_parse_args(&program, argc, argv, &o);
 
     pid_t child;
-    struct bench b = { .window = o.window };
-    b.fd = connect_pair(&child);
-    b.rank = my_rank;
-    b.sbuf = alloc_buffer(o.max_size);
-    b.rbuf = alloc_buffer(o.max_size);
+    struct bench_io io = { .fd = connect_pair(&child) };
+    struct bench b = { .io = &io, .rank = my_rank };
+    if (bench_setup(&program, &b, &o) < 0)
+        exit(1);
 
-    if (b.rank == 0)
-        print_begin(o.fmt);
-    for (size_t i = 0; i < NTESTS; i++) {
-        if (o.tests & (1u << i)) {
-            barrier(&b);
-            run_test(&b, &o, &tests[i]);
-        }
-    }
-    barrier(&b);
+    const struct bench_label label = { .system = "tcp-raw",
+                                       .setup = "loopback TCP, 2 processes",
+                                       .transport = "tcp-raw" };
+    bench_run(&b, &o, &label, &bench_loops);
 
-    free(b.sbuf);
-    free(b.rbuf);
-    close(b.fd);
+    bench_free(&b);
+    close(io.fd);
     if (b.rank == 1)
         return 0;
     int status;
