@@ -78,14 +78,18 @@ done
 "$here/install-mpi.sh" || die "install-mpi.sh failed (it needs root or sudo to install)"
 
 # mpi_bench.c is built here rather than by meson because the MPI packages are
-# optional for xdev; -O3 as in meson's release build.
+# optional for xdev; -O3 as in meson's release build. The method it shares
+# with xdev-bench is in src/tools, so a change there rebuilds it too.
 mpi_dir=${MPI_BENCH_DIR:-$build/mpi-bench}
 mkdir -p "$mpi_dir"
+tools=$here/../../src/tools
+mpi_sources=("$here/mpi_bench.c" "$tools/bench_method.c")
 for mpi in openmpi mpich; do
     exe=$mpi_dir/mpi-bench.$mpi
-    if [[ ! -x $exe || $here/mpi_bench.c -nt $exe ]]; then
+    if [[ ! -x $exe || -n $(find "${mpi_sources[@]}" "$tools/bench_method.h" \
+            "$tools/bench_loops.h" -newer "$exe") ]]; then
         echo "$prog: building $exe" >&2
-        "mpicc.$mpi" -std=gnu11 -O3 -Wall -Wextra -o "$exe" "$here/mpi_bench.c" ||
+        "mpicc.$mpi" -std=gnu11 -O3 -Wall -Wextra -o "$exe" "${mpi_sources[@]}" ||
             die "building $exe with mpicc.$mpi failed"
     fi
 done
