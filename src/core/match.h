@@ -24,13 +24,14 @@ typedef struct xdev_mtable {
     xdev_mbucket_t **slots;
     size_t nslots;   /* a power of two */
     size_t nbuckets; /* including empty ones, until a sweep */
+    xdev_mbucket_t *last; /* the bucket found last, or NULL */
 } xdev_mtable_t;
 
 int xdev_mtable_init(xdev_mtable_t *t);
 void xdev_mtable_destroy(xdev_mtable_t *t);
 
 /* First node queued under exactly this key, or NULL. */
-xdev_mnode_t *xdev_mtable_head(const xdev_mtable_t *t, int src, int tag, int ctx);
+xdev_mnode_t *xdev_mtable_head(xdev_mtable_t *t, int src, int tag, int ctx);
 
 /* Queue n at the tail of key's list. Returns 0 or XDEV_ERR_NOMEM. */
 int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t *n);
