@@ -133,6 +133,8 @@ static void ux_free(xdev_t *d, uxmsg_t *e)
 /* The oldest unexpected message a receive for (src, tag, ctx) may take. */
 static uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
 {
+    if (!d->ux_head)
+        return NULL; /* the usual case, and no lookup needed to know it */
     xdev_mnode_t *n = xdev_mtable_head(&d->unexpected, src, tag, ctx);
     if (!n)
         return NULL;
@@ -147,24 +149,34 @@ uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
 
 /* ---- posted receives ---- */
 
-/* Remove and return the earliest-posted receive that matches an arrival
- * from (src, tag, ctx): the heads of the four keys it could be under. */
-static xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
+static xreq_t *req_of_mnode(xdev_mnode_t *n)
 {
-    xdev_mnode_t *best = xdev_mtable_head(&d->posted, src, tag, ctx);
-    xreq_t *r = best ? (xreq_t *)(void *)((char *)best - offsetof(xreq_t, mnode)) : NULL;
+    return n ? (xreq_t *)(void *)((char *)n - offsetof(xreq_t, mnode)) : NULL;
+}
+
+/* r, or an earlier-posted wildcard receive that matches (src, tag, ctx). */
+static xreq_t *earliest_wild(xdev_t *d, xreq_t *r, int src, int tag, int ctx)
+{
     const int keys[3][2] = { { XDEV_ANY_SOURCE, tag }, { src, XDEV_ANY_TAG },
                              { XDEV_ANY_SOURCE, XDEV_ANY_TAG } };
     for (int k = 1; k <= 3; k++) {
         if (!d->posted_wild[k])
             continue;
-        xdev_mnode_t *n = xdev_mtable_head(&d->posted, keys[k - 1][0], keys[k - 1][1], ctx);
-        if (!n)
-            continue;
-        xreq_t *c = (xreq_t *)(void *)((char *)n - offsetof(xreq_t, mnode));
-        if (!r || c->seq < r->seq)
+        xreq_t *c = req_of_mnode(xdev_mtable_head(&d->posted, keys[k - 1][0], keys[k - 1][1], ctx));
+        if (c && (!r || c->seq < r->seq))
             r = c;
     }
+    return r;
+}
+
+/* Remove and return the earliest-posted receive that matches an arrival
+ * from (src, tag, ctx): the heads of the four keys it could be under. */
+static xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
+{
+    xreq_t *r = req_of_mnode(xdev_mtable_head(&d->posted, src, tag, ctx));
+    /* Usually no wildcard receive is posted: nothing to compare with. */
+    if (d->posted_wild[1] | d->posted_wild[2] | d->posted_wild[3])
+        r = earliest_wild(d, r, src, tag, ctx);
     if (r) {
         xdev_mtable_remove(&d->posted, &r->mnode);
         d->posted_wild[wild_kind(r->peer, r->tag)]--;
