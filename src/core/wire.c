@@ -1,4 +1,5 @@
 /* wire.c - encoding and decoding of the header described in wire.h. */
+#include <string.h>
 #include "wire.h"
 
 int xdev_wire_nfields(uint32_t type)
@@ -48,6 +49,7 @@ void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
                              uint64_t f[XDEV_MAX_FIELDS])
 {
     int n = xdev_wire_nfields(hdr->type);
-    for (int i = 0; i < XDEV_MAX_FIELDS; i++)
-        f[i] = i < n ? xdev_get_le64(in + 8 * i) : 0;
+    memset(f, 0, XDEV_MAX_FIELDS * sizeof *f); /* a few stores; most messages have no fields */
+    for (int i = 0; i < n; i++)
+        f[i] = xdev_get_le64(in + 8 * i);
 }
