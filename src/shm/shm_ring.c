@@ -59,7 +59,10 @@ bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
              * the payload or left unread, inside the record. */
             enum { FAST_HEAD = SHM_LINE - SHM_START_FRAMING };
             _Static_assert(XDEV_HDR_BYTES + 8 <= FAST_HEAD, "eager heads take the fast copy");
-            memcpy(b + 8, xdev_txop_head(op), op->head_len <= FAST_HEAD ? FAST_HEAD : op->head_len);
+            if (op->head_len <= FAST_HEAD)
+                memcpy(b + 8, xdev_txop_head(op), FAST_HEAD);
+            else
+                memcpy(b + 8, xdev_txop_head(op), op->head_len);
             b += 8 + op->head_len;
             ctrl = SHM_REC_START | (8 + op->head_len + chunk);
             op->sent = op->head_len;
