@@ -89,12 +89,40 @@ static void test_keys_come_and_go(void)
     xdev_mtable_destroy(&t);
 }
 
+/* The bucket remembered from the last lookup must not outlive a sweep,
+ * nor answer for another key. */
+static void test_remembered_bucket(void)
+{
+    enum { N = 200 };
+    static xdev_mnode_t live[N];
+    xdev_mnode_t a, b;
+    xdev_mtable_t t;
+    xdev_mtable_init(&t);
+    CHECK(xdev_mtable_append(&t, 1, 7, 0, &a) == 0);
+    CHECK(xdev_mtable_append(&t, 1, 8, 0, &b) == 0);
+    CHECK(xdev_mtable_head(&t, 1, 7, 0) == &a);
+    CHECK(xdev_mtable_head(&t, 1, 8, 0) == &b);
+    CHECK(xdev_mtable_head(&t, 2, 7, 0) == NULL);
+    CHECK(xdev_mtable_head(&t, 1, 7, 1) == NULL);
+    xdev_mtable_remove(&t, &a);
+    CHECK(xdev_mtable_head(&t, 1, 7, 0) == NULL); /* empty, and remembered */
+    for (int i = 0; i < N; i++) /* enough new keys to sweep the empty bucket out */
+        CHECK(xdev_mtable_append(&t, 3, i, 0, &live[i]) == 0);
+    CHECK(xdev_mtable_head(&t, 1, 7, 0) == NULL);
+    CHECK(xdev_mtable_append(&t, 1, 7, 0, &a) == 0);
+    CHECK(xdev_mtable_head(&t, 1, 7, 0) == &a);
+    CHECK(xdev_mtable_head(&t, 1, 8, 0) == &b);
+    CHECK(xdev_mtable_head(&t, 3, N - 1, 0) == &live[N - 1]);
+    xdev_mtable_destroy(&t);
+}
+
 int main(void)
 {
     test_fifo_and_keys();
     test_middle_removal();
     test_many_keys();
     test_keys_come_and_go();
+    test_remembered_bucket();
     if (failures)
         return 1;
     printf("match: all checks passed\n");
