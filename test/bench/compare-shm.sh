@@ -37,34 +37,17 @@
 set -euo pipefail
 export LC_ALL=C
 
-prog=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
-
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,36s/^# \{0,1\}//p' "$0" >&2
-    exit 2
-}
-
-[[ $# -ge 1 && $# -le 2 ]] || usage
-[[ $1 != -h && $1 != --help ]] || usage
-build=${1%/}
-rounds=${2:-5}
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
-build=$(cd "$build" 2>/dev/null && pwd) || die "$1: no such directory"
+# shellcheck source=compare-common.sh
+. "$here/compare-common.sh"
+compare_args "$@"
 
 xdev_transport=${XDEV_SHM_TRANSPORT:-shm}
 timeout_s=${BENCH_TIMEOUT:-600}
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || die "BENCH_TIMEOUT must be a positive integer"
 xdevrun=$build/src/tools/xdevrun
 xdev_bench=$build/src/tools/xdev-bench
-for exe in "$xdevrun" "$xdev_bench"; do
-    [[ -x $exe ]] || die "$exe not found or not executable (is $build built?)"
-done
+need_built "$xdevrun" "$xdev_bench"
 
 all_systems=(xdev ompi ompi-nocopy mpich mpich-posix ucx-posix ucx-sm)
 read -r -a systems <<<"${SYSTEMS:-${all_systems[*]}}"
@@ -111,15 +94,8 @@ for p in "${parts[@]}"; do
     "$ompi_bench" --plan "${a[@]}" >/dev/null || die "bad BENCH_ARGS: '$p'"
 done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+compare_workdir
 server_pid= # ucx_perftest server of the current ucx_perf (in a subshell)
-if [[ -n ${BENCH_OUT:-} ]]; then
-    mkdir -p "$BENCH_OUT"
-    out_dir=$BENCH_OUT
-else
-    out_dir=$work
-fi
 # Fail early, not once per round, if xdev cannot run this transport yet.
 if [[ " ${systems[*]} " == *" xdev "* ]] &&
     ! XDEV_THREADS=single timeout -k 5 120 "$xdevrun" -n 2 --transport "$xdev_transport" \

@@ -17,30 +17,15 @@
 set -euo pipefail
 export LC_ALL=C
 
-prog=${0##*/}
-
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,17s/^# \{0,1\}//p' "$0" >&2
-    exit 2
-}
-
-[[ $# -ge 1 && $# -le 2 ]] || usage
-[[ $1 != -h && $1 != --help ]] || usage
-build=${1%/}
-rounds=${2:-5}
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=compare-common.sh
+. "$here/compare-common.sh"
+compare_args "$@"
 
 xdevrun=$build/src/tools/xdevrun
 xdev_bench=$build/src/tools/xdev-bench
 raw_bench=$build/test/bench/tcp-raw-bench
-for exe in "$xdevrun" "$xdev_bench" "$raw_bench"; do
-    [[ -x $exe ]] || die "$exe not found or not executable (is $build built?)"
-done
+need_built "$xdevrun" "$xdev_bench" "$raw_bench"
 
 read -r -a extra <<<"${BENCH_ARGS:-}"
 
@@ -48,14 +33,7 @@ read -r -a extra <<<"${BENCH_ARGS:-}"
 load=
 [[ -r /proc/loadavg ]] && read -r load _ </proc/loadavg
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-if [[ -n ${BENCH_OUT:-} ]]; then
-    mkdir -p "$BENCH_OUT"
-    out_dir=$BENCH_OUT
-else
-    out_dir=$work
-fi
+compare_workdir
 all=$work/all.txt
 : >"$all"
 
