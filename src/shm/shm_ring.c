@@ -26,8 +26,43 @@ size_t shm_ring_frag_max(size_t ring_bytes)
     return quarter < SHM_FRAG_BYTES ? quarter : SHM_FRAG_BYTES;
 }
 
+/* A start record's framing: the payload length and the head. Returns
+ * where the payload goes. A head that fits in the record's first line
+ * (every eager head does) goes as a fixed-size copy, a few moves instead
+ * of a call; what it writes past the head is overwritten by the payload
+ * or left unread, inside the record. */
+static uint8_t *put_start(uint8_t *b, xdev_txop_t *op)
+{
+    enum { FAST_HEAD = SHM_LINE - SHM_START_FRAMING };
+    _Static_assert(XDEV_HDR_BYTES + 8 <= FAST_HEAD, "eager heads take the fast copy");
+    uint64_t len = op->payload_len;
+    memcpy(b, &len, 8);
+    if (op->head_len <= FAST_HEAD)
+        memcpy(b + 8, xdev_txop_head(op), FAST_HEAD);
+    else
+        memcpy(b + 8, xdev_txop_head(op), op->head_len);
+    return b + 8 + op->head_len;
+}
+
+/* The usual message first: whole, in one start record, where there is
+ * room for it now. False leaves the ring as it was. */
+static bool push_whole(shm_txring_t *r, xdev_txop_t *op)
+{
+    size_t body = 8 + (size_t)op->head_len + op->payload_len;
+    uint64_t need = shm_rec_size(body);
+    if (op->payload_len > r->frag_max || shm_tx_room(r, need) < need)
+        return false;
+    memcpy(put_start(shm_tx_body(r), op), op->payload, op->payload_len);
+    op->sent = op->head_len + op->payload_len;
+    shm_tx_publish(r, SHM_REC_START | body);
+    shm_tx_zero_ahead(r);
+    return true;
+}
+
 bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
 {
+    if (op->sent == 0 && push_whole(r, op))
+        return true;
     const size_t total = (size_t)op->head_len + op->payload_len;
     while (op->sent < total) {
         bool start = op->sent == 0;
@@ -51,19 +86,7 @@ bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
         uint8_t *b = shm_tx_body(r);
         uint64_t ctrl;
         if (start) {
-            uint64_t len = op->payload_len;
-            memcpy(b, &len, 8);
-            /* A head that fits in the record's first line (every eager
-             * head does) goes as a fixed-size copy, a few moves instead
-             * of a call; what it writes past the head is overwritten by
-             * the payload or left unread, inside the record. */
-            enum { FAST_HEAD = SHM_LINE - SHM_START_FRAMING };
-            _Static_assert(XDEV_HDR_BYTES + 8 <= FAST_HEAD, "eager heads take the fast copy");
-            if (op->head_len <= FAST_HEAD)
-                memcpy(b + 8, xdev_txop_head(op), FAST_HEAD);
-            else
-                memcpy(b + 8, xdev_txop_head(op), op->head_len);
-            b += 8 + op->head_len;
+            b = put_start(b, op);
             ctrl = SHM_REC_START | (8 + op->head_len + chunk);
             op->sent = op->head_len;
         } else {
