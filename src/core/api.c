@@ -12,10 +12,15 @@ static bool req_free_to_post(xdev_request_t *req)
     return req && !req_is_active(xreq_of(req));
 }
 
+static bool send_args_ok(const xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+{
+    return d && (buf || !len) && rank_ok(d, dst) && tag >= 0 && ctx >= 0;
+}
+
 static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                      xdev_request_t *req, bool sync)
 {
-    if (!d || (!buf && len) || !rank_ok(d, dst) || tag < 0 || ctx < 0 || !req_free_to_post(req))
+    if (!send_args_ok(d, buf, len, dst, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);
     dev_lock(d);
@@ -106,6 +111,13 @@ static int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
 
 int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
+    if (send_args_ok(d, buf, len, dst, tag, ctx)) {
+        dev_lock(d);
+        int sent = proto_send_now(d, buf, len, dst, tag, ctx);
+        dev_unlock(d);
+        if (sent)
+            return XDEV_OK;
+    }
     xdev_request_t req = { 0 };
     return wait_result(xdev_isend(d, buf, len, dst, tag, ctx, &req), &req, NULL);
 }

@@ -187,6 +187,9 @@ void req_table_destroy(xdev_t *d);
 
 /* proto.c */
 int proto_send(xdev_t *d, xreq_t *r, bool sync);
+/* A blocking send's shortcut: 1 if the message went whole at once through
+ * the transport's inject (no request needed), 0 to take the usual path. */
+int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
 void proto_drop_unexpected(xdev_t *d);

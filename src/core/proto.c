@@ -421,6 +421,18 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
     return XDEV_OK;
 }
 
+int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+{
+    const xdev_tp_ops_t *ops = dst != d->rank ? peer_ops(d, dst) : NULL;
+    if (!ops || !ops->inject || d->peers[dst].dead || len > d->cfg.eager_limit)
+        return 0;
+    xdev_txop_t op;
+    xdev_head_t h;
+    head_init(&h, d, dst, tag, ctx, XDEV_MSG_EAGER);
+    op_build(&op, &h, buf, len);
+    return ops->inject(peer_tp(d, dst), dst, &op) == 1;
+}
+
 int proto_send(xdev_t *d, xreq_t *s, bool sync)
 {
     if (sync)

@@ -121,6 +121,11 @@ typedef struct xdev_tp_ops {
      * back through xdev_core_tx_done, XDEV_ERR_PEER if the peer is known to
      * be dead (the op is the core's again). */
     int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+    /* Optional: send op whole now, or do nothing. 1: sent (op was only
+     * borrowed: it may live on the caller's stack); 0: it would have to
+     * wait (nothing queued, nothing written); XDEV_ERR_PEER: peer dead.
+     * A blocking send of a short message then needs no request at all. */
+    int (*inject)(xdev_tp_t *tp, int peer, xdev_txop_t *op);
     /* Deliver arrived messages and finish queued sends; wait up to
      * timeout_ms for something to happen. */
     void (*progress)(xdev_tp_t *tp, int timeout_ms);

@@ -284,6 +284,7 @@ const xdev_tp_ops_t xdev_shm_ops = {
     .name = "shm",
     .open = shm_open_tp,
     .send = shm_send,
+    .inject = shm_inject,
     .progress = shm_progress,
     .wait_fd = shm_wait_fd,
     .resume = shm_resume,

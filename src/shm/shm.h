@@ -126,10 +126,13 @@ int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remo
 
 /* shm_ring.c */
 bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op);
+/* The whole op as one record now, or nothing written (false). */
+bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op);
 size_t shm_ring_frag_max(size_t ring_bytes);
 
 /* shm_tx.c */
 int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op);
 void shm_flush(xdev_tp_t *tp, shm_peer_t *p);
 void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p);
 void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);

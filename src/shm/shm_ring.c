@@ -44,9 +44,9 @@ static uint8_t *put_start(uint8_t *b, xdev_txop_t *op)
     return b + 8 + op->head_len;
 }
 
-/* The usual message first: whole, in one start record, where there is
- * room for it now. False leaves the ring as it was. */
-static bool push_whole(shm_txring_t *r, xdev_txop_t *op)
+/* The usual message: whole, in one start record, where there is room for
+ * it now. */
+bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
 {
     size_t body = 8 + (size_t)op->head_len + op->payload_len;
     uint64_t need = shm_rec_size(body);
@@ -61,7 +61,7 @@ static bool push_whole(shm_txring_t *r, xdev_txop_t *op)
 
 bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
 {
-    if (op->sent == 0 && push_whole(r, op))
+    if (op->sent == 0 && shm_ring_push_whole(r, op))
         return true;
     const size_t total = (size_t)op->head_len + op->payload_len;
     while (op->sent < total) {

@@ -38,6 +38,18 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     return 0;
 }
 
+int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    shm_peer_t *p = tp->by_rank[peer];
+    if (p->gone)
+        return XDEV_ERR_PEER;
+    if (p->txq_head || !proven(p))
+        return 0;
+    op->sent = 0;
+    op->prefix_len = 0;
+    return shm_ring_push_whole(&p->tx, op);
+}
+
 /* Push what the ring takes, then hand back the ops that are in, only once
  * the queue is consistent again: the core may send from inside tx_done. */
 void shm_flush(xdev_tp_t *tp, shm_peer_t *p)

@@ -4,7 +4,8 @@
  * Many messages with the same source, tag and context arrive in the order
  * they were sent, also when eager-size (1 KiB) and rendezvous-size (1 MiB,
  * and just over the eager limit) messages are mixed, whether the receives
- * are posted before or after the messages arrive, and with wildcards.
+ * are posted before or after the messages arrive, and with wildcards,
+ * and when a blocking send follows nonblocking ones still queued.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 #include "cases.h"
 #include "harness.h"
 
-enum { CTX_UNEXP = 20, CTX_POSTED, CTX_FANIN };
+enum { CTX_UNEXP = 20, CTX_POSTED, CTX_FANIN, CTX_BEHIND };
 enum { N = 16 };
 
 static size_t size_of(int i)
@@ -149,9 +150,53 @@ static void fanin(void)
     h_barrier();
 }
 
+/* Blocking sends behind nonblocking ones that could not leave yet: every
+ * rank posts more eager-size messages than a ring (or socket) holds, then
+ * sleeps without progress, so they queue; the blocking sends that follow
+ * must wait their turn rather than take the shortcut past the queue. */
+static void behind_queue(void)
+{
+    h_phase("ordering: blocking sends behind queued nonblocking sends");
+    enum { SMALL = 3, SMALL_BYTES = 8 };
+    size_t big = h_eager ? h_eager : 1;
+    int k = (int)(4 * MiB / big) + 4;
+    if (k > 256)
+        k = 256;
+    unsigned char **sb = h_malloc(sizeof *sb * (size_t)k), *rb = h_malloc(big);
+    xdev_request_t *sq = h_malloc(sizeof *sq * (size_t)k);
+    h_barrier();
+    for (int i = 0; i < k; i++) {
+        sb[i] = h_malloc(big);
+        h_fill(sb[i], big, seed_of(CTX_BEHIND, i), h_rank);
+        CHECK_RC(xdev_isend(h_dev, sb[i], big, h_next(), 5, CTX_BEHIND, &sq[i]));
+    }
+    h_sleep_ms(200);
+    for (int i = 0; i < SMALL; i++) {
+        unsigned char small[SMALL_BYTES];
+        h_fill(small, sizeof small, seed_of(CTX_BEHIND, k + i), h_rank);
+        CHECK_RC(xdev_send(h_dev, small, sizeof small, h_next(), 5, CTX_BEHIND));
+    }
+    for (int i = 0; i < k + SMALL; i++) {
+        xdev_status_t st;
+        char what[80];
+        snprintf(what, sizeof what, "message #%d of %d (%d nonblocking, then blocking)", i,
+                 k + SMALL, k);
+        CHECK_RC(xdev_recv(h_dev, rb, big, h_prev(), 5, CTX_BEHIND, &st));
+        CHECK_STATUS(&st, h_prev(), 5, CTX_BEHIND, XDEV_OK, i < k ? big : SMALL_BYTES, what);
+        CHECK_DATA(rb, st.count, seed_of(CTX_BEHIND, i), h_prev(), what);
+    }
+    for (int i = 0; i < k; i++) {
+        WAIT_SEND(&sq[i], big, "queued send");
+        free(sb[i]);
+    }
+    free(sb), free(sq), free(rb);
+    h_barrier();
+}
+
 void matching_ordering(void)
 {
     unexpected();
     posted();
     fanin();
+    behind_queue();
 }
