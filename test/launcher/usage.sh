@@ -34,8 +34,8 @@ RC=$?
 check "--help: exit 0" rc_is 0
 check "--help prints the usage" grep -q '^usage: xdevrun -n N' "$WORK/out"
 
-run -n4096 --grace=0.5 --timeout=10 true
-check "-n4096 --grace=0.5 --timeout=10 (limits, attached values) are accepted" rc_is 0
+run -n4096 --grace=0.5 --timeout=300 true
+check "-n4096 --grace=0.5 --timeout=300 (limits, attached values) are accepted" rc_is 0
 
 check "no boot directory left in TMPDIR" no_boot_dir_left
 finish
