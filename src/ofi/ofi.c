@@ -265,6 +265,7 @@ const xdev_tp_ops_t xdev_ofi_ops = {
     .name = "ofi",
     .open = ofi_open,
     .send = ofi_send,
+    .inject = ofi_inject,
     .progress = ofi_progress,
     .wait_fd = ofi_wait_fd,
     .resume = ofi_resume,

@@ -203,15 +203,42 @@ void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
     }
 }
 
+/* True once op left whole; false leaves it to the queue. */
+static bool inject_now(xdev_tp_t *tp, ofi_peer_t *p, xdev_txop_t *op)
+{
+    if (!p->resolved || p->broken || p->txq_head || p->cur || p->credits <= 0)
+        return false;
+    int rc = try_inject(tp, p, op);
+    if (rc != 0 && rc != -FI_EAGAIN) {
+        p->broken = true;
+        ofi_service_later(tp, p);
+    }
+    return rc == 0;
+}
+
+static void prepare(ofi_peer_t *p, xdev_txop_t *op)
+{
+    op->next = NULL;
+    op->sent = 0;
+    op->prefix_len = 0;
+    p->active = true;
+}
+
+int ofi_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    ofi_peer_t *p = &tp->peers[peer];
+    if (p->failed)
+        return XDEV_ERR_PEER;
+    prepare(p, op);
+    return inject_now(tp, p, op);
+}
+
 int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 {
     ofi_peer_t *p = &tp->peers[peer];
     if (p->failed)
         return XDEV_ERR_PEER;
-    op->next = NULL;
-    op->sent = 0;
-    op->prefix_len = 0;
-    p->active = true;
+    prepare(p, op);
     if (!p->resolved) {
         int rc = ofi_resolve(tp, p);
         if (rc < 0) {
@@ -221,15 +248,8 @@ int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
             p->give_up_ms = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
         }
     }
-    if (p->resolved && !p->broken && !p->txq_head && !p->cur && p->credits > 0) {
-        int rc = try_inject(tp, p, op);
-        if (rc == 0)
-            return 1;
-        if (rc != -FI_EAGAIN) {
-            p->broken = true;
-            ofi_service_later(tp, p);
-        }
-    }
+    if (inject_now(tp, p, op))
+        return 1;
     if (p->txq_tail)
         p->txq_tail->next = op;
     else
