@@ -324,6 +324,7 @@ const xdev_tp_ops_t xdev_ibv_ops = {
     .name = "ibv",
     .open = ibv_tp_open,
     .send = ibv_send,
+    .inject = ibv_inject,
     .progress = ibv_tp_progress,
     .wait_fd = ibv_tp_wait_fd,
     .resume = ibv_resume,

@@ -141,15 +141,36 @@ void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p)
     tp->txlist = p;
 }
 
+static void prepare(xdev_txop_t *op)
+{
+    op->prefix_len = IBV_PREFIX;
+    op->sent = 0;
+    op->next = NULL;
+    xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - IBV_PREFIX, op->head_len + op->payload_len);
+}
+
+/* The whole op in one post (inline, or one send buffer) now, or nothing. */
+int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    ibv_peer_t *p = &tp->peers[peer];
+    if (p->state == PEER_DEAD)
+        return XDEV_ERR_PEER;
+    if (p->txq_head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
+        return 0;
+    prepare(op);
+    if (op_total(op) <= tp->max_inline)
+        return push_inline(p, peer, op);
+    if (op_total(op) <= tp->buf_bytes && tp->tx_free)
+        return push_fragment(tp, p, peer, op);
+    return 0;
+}
+
 int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 {
     ibv_peer_t *p = &tp->peers[peer];
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
-    op->prefix_len = IBV_PREFIX;
-    op->sent = 0;
-    op->next = NULL;
-    xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - IBV_PREFIX, op->head_len + op->payload_len);
+    prepare(op);
     if (!p->txq_head && sendable(p) && push(tp, p, peer, op))
         return 1;
     if (p->txq_tail)
