@@ -17,16 +17,20 @@ static bool send_args_ok(const xdev_t *d, const void *buf, size_t len, int dst, 
     return d && (buf || !len) && rank_ok(d, dst) && tag >= 0 && ctx >= 0;
 }
 
+/* flags: F_SYNC for a synchronous send, F_PRIVATE for a blocking call's. */
 static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
-                     xdev_request_t *req, bool sync)
+                     xdev_request_t *req, unsigned flags)
 {
     if (!send_args_ok(d, buf, len, dst, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);
     dev_lock(d);
     int rc = req_start(d, r, REQ_SEND, (void *)buf, len, dst, tag, ctx);
-    if (rc == XDEV_OK && (rc = proto_send(d, r, sync)) != XDEV_OK)
-        req_reap(d, r, NULL);
+    if (rc == XDEV_OK) {
+        r->flags = (uint8_t)(flags & F_PRIVATE);
+        if ((rc = proto_send(d, r, flags & F_SYNC)) != XDEV_OK)
+            req_reap(d, r, NULL);
+    }
     dev_unlock(d);
     return rc;
 }
@@ -34,13 +38,13 @@ static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, i
 int xdev_isend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                xdev_request_t *req)
 {
-    return post_send(d, buf, len, dst, tag, ctx, req, false);
+    return post_send(d, buf, len, dst, tag, ctx, req, 0);
 }
 
 int xdev_issend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                 xdev_request_t *req)
 {
-    return post_send(d, buf, len, dst, tag, ctx, req, true);
+    return post_send(d, buf, len, dst, tag, ctx, req, F_SYNC);
 }
 
 static bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
@@ -49,17 +53,26 @@ static bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
            ctx >= 0;
 }
 
-int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req)
+static int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
+                     xdev_request_t *req, unsigned flags)
 {
     if (!d || (!buf && len) || !match_args_ok(d, src, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);
     dev_lock(d);
     int rc = req_start(d, r, REQ_RECV, buf, len, src, tag, ctx);
-    if (rc == XDEV_OK && (rc = proto_recv(d, r)) != XDEV_OK)
-        req_reap(d, r, NULL);
+    if (rc == XDEV_OK) {
+        r->flags = (uint8_t)flags;
+        if ((rc = proto_recv(d, r)) != XDEV_OK)
+            req_reap(d, r, NULL);
+    }
     dev_unlock(d);
     return rc;
+}
+
+int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req)
+{
+    return post_recv(d, buf, len, src, tag, ctx, req, 0);
 }
 
 static bool req_done(xdev_t *d, void *arg)
@@ -119,19 +132,20 @@ int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
             return XDEV_OK;
     }
     xdev_request_t req = { 0 };
-    return wait_result(xdev_isend(d, buf, len, dst, tag, ctx, &req), &req, NULL);
+    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_PRIVATE), &req, NULL);
 }
 
 int xdev_ssend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
     xdev_request_t req = { 0 };
-    return wait_result(xdev_issend(d, buf, len, dst, tag, ctx, &req), &req, NULL);
+    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_SYNC | F_PRIVATE), &req,
+                       NULL);
 }
 
 int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_status_t *st)
 {
     xdev_request_t req = { 0 };
-    return wait_result(xdev_irecv(d, buf, len, src, tag, ctx, &req), &req, st);
+    return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE), &req, st);
 }
 
 static void fill_probe_status(const uxmsg_t *e, xdev_status_t *st)

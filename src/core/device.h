@@ -34,6 +34,9 @@ enum req_flag {
     F_ACKED = 1 << 2,   /* eager-sync: the receiver matched it */
     F_IN_CQ = 1 << 3,   /* on the completion queue, not yet handed out */
     F_MEM = 1 << 4,     /* buf is exposed to the peer (xreq_t.mem) */
+    F_PRIVATE = 1 << 5, /* a blocking call's own: never on the completion
+                         * queue, so xdev_peek cannot hand it to another
+                         * thread */
 };
 
 /* What a txop carries (xdev_txop_t.owner). */

@@ -5,7 +5,8 @@
  * them eventually, and the request then reaps at once with xdev_test or
  * xdev_wait. A request reaped before it was peeked is never handed out.
  * Several threads peeking on one device together get every completion
- * exactly once.
+ * exactly once. The requests that blocking calls make for themselves are
+ * never handed out.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -252,9 +253,61 @@ static void threads_peek(void)
     h_barrier();
 }
 
+/* A thread peeks while the main thread makes blocking calls whose own
+ * requests complete (rendezvous sends, synchronous sends, receives): the
+ * first request it is handed must be the one nonblocking receive posted
+ * afterwards, not one living in another thread's stack frame. */
+static xdev_request_t *first_peeked;
+
+static void *peek_once(void *arg)
+{
+    (void)arg;
+    CHECK_RC(xdev_peek(h_dev, &first_peeked));
+    return NULL;
+}
+
+static void blocking_unseen(void)
+{
+    h_phase("peek: the requests of blocking calls are never handed out");
+    CHECK(!(h_flags & XDEV_FLAG_SINGLE_THREAD), "this case needs a multi-threaded device, but "
+          "the environment asks for XDEV_FLAG_SINGLE_THREAD");
+    enum { ROUNDS = 200 };
+    size_t big = h_eager + 1;
+    unsigned char *sb = h_malloc(big), *rb = h_malloc(big), one = 1, got = 0;
+    h_fill(sb, big, 900, h_rank);
+    h_barrier();
+    first_peeked = NULL;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, peek_once, NULL) == 0, "pthread_create");
+    for (int i = 0; i < ROUNDS; i++) {
+        if (h_rank % 2 == 0) {
+            CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 1, CTX_PEEK + 1));
+            CHECK_RC(xdev_ssend(h_dev, sb, 8, h_next(), 2, CTX_PEEK + 1));
+            CHECK_RC(xdev_recv(h_dev, rb, big, h_prev(), 1, CTX_PEEK + 1, NULL));
+            CHECK_RC(xdev_recv(h_dev, rb, 8, h_prev(), 2, CTX_PEEK + 1, NULL));
+        } else {
+            CHECK_RC(xdev_recv(h_dev, rb, big, h_prev(), 1, CTX_PEEK + 1, NULL));
+            CHECK_RC(xdev_recv(h_dev, rb, 8, h_prev(), 2, CTX_PEEK + 1, NULL));
+            CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 1, CTX_PEEK + 1));
+            CHECK_RC(xdev_ssend(h_dev, sb, 8, h_next(), 2, CTX_PEEK + 1));
+        }
+    }
+    xdev_request_t last;
+    CHECK_RC(xdev_irecv(h_dev, &got, 1, h_prev(), 3, CTX_PEEK + 1, &last));
+    CHECK_RC(xdev_send(h_dev, &one, 1, h_next(), 3, CTX_PEEK + 1));
+    pthread_join(th, NULL);
+    CHECK(first_peeked == &last, "xdev_peek handed out %p, want the posted receive %p",
+          (void *)first_peeked, (void *)&last);
+    CHECK_RC(xdev_wait(&last, NULL));
+    CHECK(got == 1, "the posted receive got %d, want 1", got);
+    free(sb), free(rb);
+    h_barrier();
+}
+
 void case_peek(void)
 {
     single_thread();
     reaped_first();
     threads_peek();
+    blocking_unseen();
 }
