@@ -79,12 +79,8 @@ static int allreduce_ring(xdev_coll_group_t *g, void *rbuf, size_t count,
 int xdev_coll_allreduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                         const xdev_coll_op_t *op)
 {
-    if (!g) return XDEV_ERR_ARG;
-    size_t esz = coll_op_size(op);
-    int ok = esz > 0;
-    size_t bytes = coll_bytes(count, esz, &ok);
-    if (!ok || !coll_buf_ok(sbuf, bytes) || !coll_buf_ok(rbuf, bytes)) return XDEV_ERR_ARG;
-    int rc = coll_begin(g);
+    size_t esz, bytes;
+    int rc = coll_begin_reduction(g, sbuf, rbuf, count, op, &esz, &bytes);
     if (rc) return rc;
     switch (coll_pick(g, F_ALLREDUCE, bytes, count >= (size_t)g->size)) {
     case ALLREDUCE_RING:

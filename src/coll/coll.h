@@ -85,7 +85,13 @@ int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, 
 void coll_bury(void *block);
 
 /* ops.c */
-size_t coll_op_size(const xdev_coll_op_t *op); /* element bytes, 0 if op is bad */
+/* The element size and the bytes of `count` elements of op; 0 if op is bad
+ * or the bytes overflow. */
+int coll_op_bytes(const xdev_coll_op_t *op, size_t count, size_t *esz, size_t *bytes);
+/* The argument checks and coll_begin of a call in which every member
+ * reduces `count` elements from sbuf into rbuf (allreduce, scan). */
+int coll_begin_reduction(xdev_coll_group_t *g, const void *sbuf, const void *rbuf, size_t count,
+                         const xdev_coll_op_t *op, size_t *esz, size_t *bytes);
 /* inout[i] = in[i] op inout[i] */
 void coll_op_apply(const xdev_coll_op_t *op, const void *in, void *inout, size_t count);
 

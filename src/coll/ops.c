@@ -1,6 +1,7 @@
 /*
  * ops.c - reduction kernels: inout[i] = in[i] op inout[i] for the built-in
- * types and operations, and the user function.
+ * types and operations, and the user function; and the checks of the
+ * arguments that describe a reduction.
  */
 #include "coll.h"
 
@@ -49,7 +50,7 @@ static kernel_fn *const kernels[5][7] = {
 };
 static const size_t type_size[5] = {4, 8, 1, sizeof(float), sizeof(double)};
 
-size_t coll_op_size(const xdev_coll_op_t *op)
+static size_t op_size(const xdev_coll_op_t *op)
 {
     if (!op) return 0;
     if (op->op == XDEV_COLL_USER) return op->fn ? op->elem_size : 0;
@@ -57,6 +58,23 @@ size_t coll_op_size(const xdev_coll_op_t *op)
     if (op->op < XDEV_COLL_SUM || op->op > XDEV_COLL_BXOR) return 0;
     if (!kernels[op->type - 1][op->op - 1]) return 0;
     return type_size[op->type - 1];
+}
+
+int coll_op_bytes(const xdev_coll_op_t *op, size_t count, size_t *esz, size_t *bytes)
+{
+    *esz = op_size(op);
+    int ok = *esz > 0;
+    *bytes = coll_bytes(count, *esz, &ok);
+    return ok;
+}
+
+int coll_begin_reduction(xdev_coll_group_t *g, const void *sbuf, const void *rbuf, size_t count,
+                         const xdev_coll_op_t *op, size_t *esz, size_t *bytes)
+{
+    if (!g || !coll_op_bytes(op, count, esz, bytes) || !coll_buf_ok(sbuf, *bytes) ||
+        !coll_buf_ok(rbuf, *bytes))
+        return XDEV_ERR_ARG;
+    return coll_begin(g);
 }
 
 void coll_op_apply(const xdev_coll_op_t *op, const void *in, void *inout, size_t count)

@@ -108,11 +108,9 @@ out:
 int xdev_coll_reduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                      const xdev_coll_op_t *op, int root)
 {
-    if (!g || !coll_root_ok(g, root)) return XDEV_ERR_ARG;
-    size_t esz = coll_op_size(op);
-    int ok = esz > 0;
-    size_t bytes = coll_bytes(count, esz, &ok);
-    if (!ok || !coll_buf_ok(sbuf, bytes) || (g->rank == root && !coll_buf_ok(rbuf, bytes)))
+    size_t esz, bytes;
+    if (!g || !coll_root_ok(g, root) || !coll_op_bytes(op, count, &esz, &bytes) ||
+        !coll_buf_ok(sbuf, bytes) || (g->rank == root && !coll_buf_ok(rbuf, bytes)))
         return XDEV_ERR_ARG;
     int rc = coll_begin(g);
     if (rc) return rc;
@@ -150,15 +148,14 @@ int xdev_coll_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *rbuf,
                              const size_t *rcounts, const xdev_coll_op_t *op)
 {
     if (!g || !rcounts) return XDEV_ERR_ARG;
-    size_t esz = coll_op_size(op);
-    int ok = esz > 0, p = g->size;
-    size_t total = 0;
+    int p = g->size;
+    size_t total = 0, esz, bytes;
     for (int i = 0; i < p; i++) {
         if (rcounts[i] > SIZE_MAX - total) return XDEV_ERR_ARG;
         total += rcounts[i];
     }
-    coll_bytes(total, esz, &ok);
-    if (!ok || !coll_buf_ok(sbuf, total * esz) || !coll_buf_ok(rbuf, rcounts[g->rank] * esz))
+    if (!coll_op_bytes(op, total, &esz, &bytes) || !coll_buf_ok(sbuf, bytes) ||
+        !coll_buf_ok(rbuf, rcounts[g->rank] * esz))
         return XDEV_ERR_ARG;
     size_t *b = malloc(2 * sizeof *b * (size_t)p);
     if (!b) return XDEV_ERR_NOMEM;

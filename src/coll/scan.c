@@ -70,12 +70,8 @@ out:
 int xdev_coll_scan(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                    const xdev_coll_op_t *op)
 {
-    if (!g) return XDEV_ERR_ARG;
-    size_t esz = coll_op_size(op);
-    int ok = esz > 0;
-    size_t bytes = coll_bytes(count, esz, &ok);
-    if (!ok || !coll_buf_ok(sbuf, bytes) || !coll_buf_ok(rbuf, bytes)) return XDEV_ERR_ARG;
-    int rc = coll_begin(g);
+    size_t esz, bytes;
+    int rc = coll_begin_reduction(g, sbuf, rbuf, count, op, &esz, &bytes);
     if (rc) return rc;
     coll_copy(rbuf, sbuf, bytes);
     if (coll_pick(g, F_SCAN, bytes, 1) == SCAN_LINEAR)
