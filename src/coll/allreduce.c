@@ -55,17 +55,13 @@ static int allreduce_recursive_doubling(xdev_coll_group_t *g, void *rbuf, size_t
     return rc;
 }
 
-static int allreduce_ring(xdev_coll_group_t *g, void *rbuf, size_t count,
+static int allreduce_ring(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                           const xdev_coll_op_t *op, size_t esz)
 {
     int p = g->size, r = g->rank, rc;
-    size_t *b = malloc(2 * sizeof *b * (size_t)p);
+    size_t *b = coll_equal_blocks(count, p);
     if (!b) return XDEV_ERR_NOMEM;
-    for (int i = 0; i < p; i++) {
-        b[i] = coll_block_start(count, p, i);
-        b[p + i] = coll_block_len(count, p, i);
-    }
-    rc = coll_ring_reduce_scatter(g, rbuf, b, b + p, op, esz, PH_RS);
+    rc = coll_ring_reduce_scatter(g, sbuf, rbuf, b, b + p, op, esz, PH_RS);
     int right = (r + 1) % p, left = (r + p - 1) % p;
     for (int s = 0; s < p - 1 && !rc; s++) {
         int sb = (r - s + p) % p, rb = (r - s - 1 + p) % p;
@@ -84,8 +80,7 @@ int xdev_coll_allreduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size
     if (rc) return rc;
     switch (coll_pick(g, F_ALLREDUCE, bytes, count >= (size_t)g->size)) {
     case ALLREDUCE_RING:
-        coll_copy(rbuf, sbuf, bytes);
-        rc = allreduce_ring(g, rbuf, count, op, esz);
+        rc = allreduce_ring(g, sbuf, rbuf, count, op, esz);
         break;
     case ALLREDUCE_REDUCE_BCAST:
         rc = coll_reduce_binomial(g, sbuf, rbuf, count, op, esz, 0, PH_REDUCE);

@@ -151,9 +151,14 @@ int coll_gather_binomial(xdev_coll_group_t *g, const void *sbuf, size_t len, voi
 int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                          const xdev_coll_op_t *op, size_t esz, int root, int phase);
 /* Ring reduce-scatter over blocks (element offsets/lengths per rank) of
- * `work`, which holds this rank's full contribution on entry; on return
- * block `rank` of work is fully reduced. */
-int coll_ring_reduce_scatter(xdev_coll_group_t *g, void *work, const size_t *start,
-                             const size_t *len, const xdev_coll_op_t *op, size_t esz, int phase);
+ * this rank's full contribution sbuf into work (which may be sbuf); on
+ * return block `rank` of work is fully reduced, and the others hold
+ * partial results, except block rank - 1, which is left as it was. */
+int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
+                             const size_t *start, const size_t *len, const xdev_coll_op_t *op,
+                             size_t esz, int phase);
+/* Starts and lengths (elements) of p near-equal blocks of count, in one
+ * malloc'd array: starts at [0, p), lengths at [p, 2p). NULL if out of memory. */
+size_t *coll_equal_blocks(size_t count, int p);
 
 #endif

@@ -44,31 +44,44 @@ out:
     return rc;
 }
 
-int coll_ring_reduce_scatter(xdev_coll_group_t *g, void *work, const size_t *start,
-                             const size_t *len, const xdev_coll_op_t *op, size_t esz, int phase)
+int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
+                             const size_t *start, const size_t *len, const xdev_coll_op_t *op,
+                             size_t esz, int phase)
 {
     int p = g->size, r = g->rank, rc = XDEV_OK;
-    size_t most = 0;
-    for (int i = 0; i < p; i++)
-        if (len[i] > most) most = len[i];
-    char *tmp = coll_alloc(most * esz);
-    if (!tmp) return XDEV_ERR_NOMEM;
+    /* Each block arrives once, so it can land in work and be combined with
+     * sbuf's there, with no copy of sbuf first; only in place would it land
+     * on this member's own contribution, so then it lands beside. */
+    if (p == 1) { /* no step brings block r in: it is this member's own */
+        coll_copy(coll_at(work, start[0] * esz), coll_cat(sbuf, start[0] * esz), len[0] * esz);
+        return XDEV_OK;
+    }
+    char *tmp = NULL;
+    if (sbuf == work) {
+        size_t most = 0;
+        for (int i = 0; i < p; i++)
+            if (len[i] > most) most = len[i];
+        if (!(tmp = coll_alloc(most * esz))) return XDEV_ERR_NOMEM;
+    }
     int right = (r + 1) % p, left = (r + p - 1) % p;
-    /* Step s passes on the partial sum of block r - s - 1 and receives the
-     * left neighbour's of block r - s - 2; after p - 1 steps the last one
-     * received is block r, complete. */
+    /* Step s passes on the partial sum of block r - s - 1 (at step 0 this
+     * member's own part) and receives the left neighbour's of block
+     * r - s - 2; after p - 1 steps the last one received is block r,
+     * complete. */
     for (int s = 0; s < p - 1 && !rc; s++) {
         int sb = (r - s - 1 + p) % p, rb = (r - s - 2 + 2 * p) % p;
-        rc = coll_sendrecv(g, coll_at(work, start[sb] * esz), len[sb] * esz, right, tmp,
-                           len[rb] * esz, left, phase);
-        if (!rc) coll_op_apply(op, tmp, coll_at(work, start[rb] * esz), len[rb]);
+        const void *from = s == 0 ? sbuf : work;
+        char *blk = coll_at(work, start[rb] * esz);
+        rc = coll_sendrecv(g, coll_cat(from, start[sb] * esz), len[sb] * esz, right,
+                           tmp ? tmp : blk, len[rb] * esz, left, phase);
+        if (!rc)
+            coll_op_apply(op, tmp ? tmp : coll_cat(sbuf, start[rb] * esz), blk, len[rb]);
     }
     free(tmp);
     return rc;
 }
 
-/* Starts and lengths (elements) of p near-equal blocks of count. */
-static size_t *equal_blocks(size_t count, int p)
+size_t *coll_equal_blocks(size_t count, int p)
 {
     size_t *b = malloc(2 * sizeof *b * (size_t)p);
     for (int i = 0; b && i < p; i++) {
@@ -82,14 +95,13 @@ static int reduce_ring_gather(xdev_coll_group_t *g, const void *sbuf, void *rbuf
                               const xdev_coll_op_t *op, size_t esz, int root)
 {
     int p = g->size, r = g->rank, rc = XDEV_OK;
-    size_t *b = equal_blocks(count, p);
+    size_t *b = coll_equal_blocks(count, p);
     char *work = r == root ? rbuf : coll_alloc(count * esz);
     if (!b || (!work && r != root)) {
         rc = XDEV_ERR_NOMEM;
         goto out;
     }
-    coll_copy(work, sbuf, count * esz);
-    rc = coll_ring_reduce_scatter(g, work, b, b + p, op, esz, PH_RING);
+    rc = coll_ring_reduce_scatter(g, sbuf, work, b, b + p, op, esz, PH_RING);
     if (rc) goto out;
     if (r != root) {
         rc = coll_isend(g, coll_at(work, b[r] * esz), b[p + r] * esz, root, PH_GATHER);
@@ -129,8 +141,7 @@ static int reduce_scatter_run(xdev_coll_group_t *g, const void *sbuf, void *rbuf
     char *work = coll_alloc(total * esz);
     if (!work) return XDEV_ERR_NOMEM;
     if (coll_pick(g, F_REDUCE_SCATTER, total * esz, 1) == REDUCE_SCATTER_RING) {
-        coll_copy(work, sbuf, total * esz);
-        rc = coll_ring_reduce_scatter(g, work, b, b + p, op, esz, PH_RING);
+        rc = coll_ring_reduce_scatter(g, sbuf, work, b, b + p, op, esz, PH_RING);
         if (!rc) coll_copy(rbuf, coll_at(work, b[r] * esz), b[p + r] * esz);
     } else {
         rc = coll_reduce_binomial(g, sbuf, work, total, op, esz, 0, PH_TREE);
