@@ -44,6 +44,7 @@ typedef struct coll_config {
     int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
     size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
     long spin_ns;             /* busy-poll this long before yielding the CPU */
+    long yield_ns;            /* then yield this long before napping */
 } coll_config_t;
 
 struct xdev_coll_group {

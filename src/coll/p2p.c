@@ -124,6 +124,15 @@ static long now_ns(void)
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* The kernel's timer slack (50 us by default) stretches a nap; shorter
+ * ones would only cost more wake-ups. */
+#define NAP_NS 20000
+
+static void nap(void)
+{
+    nanosleep(&(struct timespec){.tv_nsec = NAP_NS}, NULL);
+}
+
 int coll_waitall(xdev_coll_group_t *g)
 {
     int spins = 0;
@@ -153,13 +162,15 @@ int coll_waitall(xdev_coll_group_t *g)
             return XDEV_ERR_PEER;
         }
         /* Busy-poll for cfg.spin_ns of idleness, then yield each poll:
-         * ranks may outnumber cores, and the one we wait for may need ours. */
+         * ranks may outnumber cores, and the one we wait for may need ours;
+         * after cfg.yield_ns more, nap instead (see config.c). */
         if (progressed) {
             spins = 0;
             idle_since = 0;
         } else if (++spins > 1) {
             long t = now_ns();
             if (!idle_since) idle_since = t;
+            else if (t - idle_since >= g->cfg.spin_ns + g->cfg.yield_ns) nap();
             else if (t - idle_since >= g->cfg.spin_ns) sched_yield();
         }
     }

@@ -46,6 +46,9 @@ static void group_args(void)
     setenv("XDEV_COLL_BCAST_LONG", "12Q", 1);
     EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
     unsetenv("XDEV_COLL_BCAST_LONG");
+    setenv("XDEV_COLL_YIELD_US", "20000000", 1); /* over 10 s */
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
+    unsetenv("XDEV_COLL_YIELD_US");
     CHECK(g == sentinel, "a failed group_create wrote its output");
     EXPECT(xdev_coll_group_rank(NULL), XDEV_ERR_ARG);
     EXPECT(xdev_coll_group_size(NULL), XDEV_ERR_ARG);
