@@ -63,10 +63,11 @@ static int parse_size(const char *s, size_t *out)
  * with more ranks than cores the scheduler cannot give each of the members
  * that have work a core of its own; asleep, it leaves the run queue. But a
  * nap wakes late, so short waits keep yielding. Measured here (4 ranks on
- * 2 cores, noisy): napping after 20 us made 8-byte allreduce several times
- * slower, after 100-200 us it did not, and it took 1 MiB allreduce from
- * about 1200 to 900-1000 us. */
-#define DEFAULT_YIELD_US 100
+ * 2 cores, loaded, medians of 6 interleaved runs): napping after 20-30 us
+ * made 8-byte allreduce several times slower, after 100 us and more it did
+ * not; 1 MiB allreduce went from about 1130 to 1010 us after 100 or 300 us,
+ * but 1 MiB bcast from 640 to 910 us after 100 and to 550 after 300. */
+#define DEFAULT_YIELD_US 300
 
 /* Variable `name` (microseconds; us if unset), at most 10 s, into *ns; 0 if
  * malformed. */
