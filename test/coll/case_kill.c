@@ -85,6 +85,17 @@ int case_kill(const char *family, const char *alg, int mid)
         t_phase("good round %d", i);
         CHECK_RC(run(g, family, s, d));
     }
+    /* bcast does not synchronize: the victim may finish the good rounds
+     * while others are still in them, and must not die before they are
+     * done. So it waits for word from every survivor, on a context of its
+     * own, first. */
+    int word_ctx = t_next_ctx();
+    if (t_rank == the_victim) {
+        for (int i = 0; i < t_size - 1; i++)
+            CHECK_RC(xdev_recv(t_dev, NULL, 0, XDEV_ANY_SOURCE, 0, word_ctx, NULL));
+    } else {
+        CHECK_RC(xdev_send(t_dev, NULL, 0, the_victim, 0, word_ctx));
+    }
     victim = the_victim;
     if (t_rank == victim && !mid) raise(SIGKILL);
 
