@@ -13,8 +13,11 @@
  *   allgather  SIZE bytes per rank
  *   alltoall   SIZE bytes per pair of ranks
  * Each (op, size) runs a warm-up of a tenth of the iterations, then N timed
- * iterations back to back (N = --iters, fewer if 10 probe iterations say
- * the --budget of seconds would be exceeded: rank 0 decides for all). The
+ * iterations back to back (N = --iters, by default as OSU's: 10000 up to
+ * 8 KiB and 1000 above, so that a call of about 1 us is timed over some
+ * 10 ms rather than less than one scheduler time slice; fewer if 10 probe
+ * iterations say the --budget of seconds would be exceeded: rank 0 decides
+ * for all). The
  * result is the mean time per call averaged over the ranks (as OSU's
  * osu_allreduce reports), in microseconds, printed by rank 0 as CSV:
  *   op,size,iters,value,unit
@@ -137,7 +140,7 @@ static size_t parse_size(const char *s)
 int main(int argc, char **argv)
 {
     const char *ops = "allreduce,bcast,allgather,alltoall", *sizes = "8,1M";
-    long max_iters = 1000;
+    long max_iters = 0; /* 0: OSU's default for the size */
     double budget = 1.0;
     b_init(&argc, &argv);
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -166,7 +169,8 @@ int main(int argc, char **argv)
              * estimate, broadcast so every rank runs the same count). */
             double probe = timed(op, s, d, n, 10);
             double it = budget / (probe > 0 ? probe : 1e-9);
-            double iters_d = it < (double)max_iters ? it : (double)max_iters;
+            long cap = max_iters ? max_iters : n <= 8192 ? 10000 : 1000;
+            double iters_d = it < (double)cap ? it : (double)cap;
             if (iters_d < 10) iters_d = 10;
             check(b_bcast(&iters_d, sizeof iters_d), "bcast of iterations");
             long iters = (long)iters_d;
