@@ -34,8 +34,11 @@
  * match each other's messages, and user traffic on other contexts never
  * matches a collective's. (An MPI library gives each communicator two
  * contexts: one for its point-to-point traffic, one for its group.) Within
- * the context, tags carry a per-group sequence number of the collective and
- * its phase; the tag 0x7fffffff is the failure notice below.
+ * the context, a tag names a phase of a collective (small numbers); the
+ * members call the group's collectives in the same order, and since
+ * messages between two ranks on one tag never overtake each other and each
+ * collective receives every message it sends, successive collectives match
+ * in order. The tag 0x7fffffff is the failure notice below.
  *
  * Failures. A collective that fails on one rank (a dead peer, mismatched
  * sizes, no memory) must not leave the others waiting for it. The failing

@@ -52,8 +52,6 @@ struct xdev_coll_group {
     int ctx;
     int size, rank;     /* in the group */
     int *ranks;         /* group rank -> device rank */
-    uint32_t seq;       /* collectives started on this group */
-    int tag_base;       /* tags of the running collective: tag_base | phase */
     int broken;         /* XDEV_OK, or the error that broke the group */
     coll_config_t cfg;
     xdev_request_t watch; /* the failure-notice receive (size > 1) */

@@ -12,7 +12,6 @@
 #include "coll.h"
 
 #define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
-#define SEQ_MASK 0xfffff /* tags: seq << 8 | phase stays below 2^28 */
 
 /* g->expect values that are not a receive's byte count. */
 #define SEND_MARK SIZE_MAX
@@ -56,7 +55,6 @@ int coll_begin(xdev_coll_group_t *g)
         g->broken = XDEV_ERR_PEER;
         return g->broken;
     }
-    g->tag_base = (int)((g->seq++ & SEQ_MASK) << 8);
     g->nreq = 0;
     return XDEV_OK;
 }
@@ -97,9 +95,13 @@ static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int pe
 {
     if (g->nreq >= g->cap) return XDEV_ERR_NOMEM; /* the group lost its array */
     xdev_request_t *r = &g->reqs[g->nreq];
-    int tag = g->tag_base | phase;
-    int rc = is_send ? xdev_isend(g->dev, buf, len, g->ranks[peer], tag, g->ctx, r)
-                     : xdev_irecv(g->dev, buf, len, g->ranks[peer], tag, g->ctx, r);
+    /* The tag is the phase alone, the same in every call: messages between
+     * two ranks on one tag and context never overtake each other, and every
+     * message a collective sends is received in that same collective, so
+     * successive collectives match in order. A tag per call would make the
+     * match tables create and sweep out keys for every call instead. */
+    int rc = is_send ? xdev_isend(g->dev, buf, len, g->ranks[peer], phase, g->ctx, r)
+                     : xdev_irecv(g->dev, buf, len, g->ranks[peer], phase, g->ctx, r);
     if (rc) return rc;
     g->expect[g->nreq++] = is_send ? SEND_MARK : len;
     return XDEV_OK;
