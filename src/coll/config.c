@@ -62,12 +62,14 @@ static int parse_size(const char *s, size_t *out)
  * then naps between them. A member that only yields stays runnable, so
  * with more ranks than cores the scheduler cannot give each of the members
  * that have work a core of its own; asleep, it leaves the run queue. But a
- * nap wakes late, so short waits keep yielding. Measured here (4 ranks on
- * 2 cores, loaded, medians of 6 interleaved runs): napping after 20-30 us
- * made 8-byte allreduce several times slower, after 100 us and more it did
- * not; 1 MiB allreduce went from about 1130 to 1010 us after 100 or 300 us,
- * but 1 MiB bcast from 640 to 910 us after 100 and to 550 after 300. */
-#define DEFAULT_YIELD_US 300
+ * nap wakes late (20 us asked, 70 with the timer slack), and with 4 ranks
+ * on 2 cores a member waits longer than 300 us many times even in an
+ * 8-byte broadcast: napping after 300 us made 8-byte bcast take about
+ * 1.7-2.2 us a call against 0.8-1.4 without naps, on a quiet machine.
+ * On a loaded one (load 8) naps after 100-300 us saved about 10% of a
+ * 1 MiB allreduce, which a quiet machine does not show. So only a long
+ * wait, as for a slow member between collectives, naps. */
+#define DEFAULT_YIELD_US 100000
 
 /* Variable `name` (microseconds; us if unset), at most 10 s, into *ns; 0 if
  * malformed. */
