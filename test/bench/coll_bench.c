@@ -17,9 +17,13 @@
  * 8 KiB and 1000 above, so that a call of about 1 us is timed over some
  * 10 ms rather than less than one scheduler time slice; fewer if 10 probe
  * iterations say the --budget of seconds would be exceeded: rank 0 decides
- * for all). The
- * result is the mean time per call averaged over the ranks (as OSU's
- * osu_allreduce reports), in microseconds, printed by rank 0 as CSV:
+ * for all). The calls run back to back, as in IMB. OSU's way, a barrier
+ * after each call timed alone, was tried: with more ranks than cores it
+ * makes the time of a call that does not synchronize (bcast) the skew of
+ * the barrier's exit, so that MPICH, whose barrier takes 5 ms at 4 ranks
+ * here, showed an 8-byte bcast of 0.77 us. The result is the mean time per
+ * call averaged over the ranks (as OSU's osu_allreduce reports), in
+ * microseconds, printed by rank 0 as CSV:
  *   op,size,iters,value,unit
  */
 #include <stdio.h>
