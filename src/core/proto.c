@@ -560,6 +560,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
         e->remote_addr = rx->head.f[3];
         e->remote_key = rx->head.f[4];
     }
+    rx->unexpected = true;
     size_t payload = rx->len;
     if (ux_buffer(d, e, payload)) {
         e->state = UX_ARRIVING;
@@ -662,6 +663,7 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     rx->dst = NULL;
     rx->dst_len = 0;
     rx->cookie = NULL;
+    rx->unexpected = false;
     if (h->src != (uint32_t)peer || h->dst != (uint32_t)d->rank || h->tag < 0 || h->ctx < 0)
         return XDEV_ERR_PEER;
     switch (h->type) {

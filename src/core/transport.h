@@ -59,6 +59,11 @@ typedef struct xdev_rx {
     void *dst;
     size_t dst_len;  /* <= len */
     void *cookie;    /* the core's */
+    bool unexpected; /* set by the core: no receive was posted for it, so
+                      * it is being buffered; a transport may leave what
+                      * follows in its ring for now, so that a receiver
+                      * that lags pushes back on its sender instead of
+                      * buffering everything the sender gets ahead */
 } xdev_rx_t;
 
 /* Results of xdev_core_rx_begin. */
