@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "wire.h"
 #include "xdev.h"
 
@@ -45,6 +46,14 @@ typedef struct xdev_txop {
 } xdev_txop_t;
 
 static inline uint8_t *xdev_txop_head(xdev_txop_t *op) { return op->wire + XDEV_TP_PREFIX_MAX; }
+
+/* Copy n payload bytes from offset off into dst. A zero-byte send may
+ * carry a null buffer, which memcpy must not be given even for 0 bytes. */
+static inline void xdev_txop_copy(void *dst, const xdev_txop_t *op, size_t off, size_t n)
+{
+    if (n)
+        memcpy(dst, (const char *)op->payload + off, n);
+}
 
 /*
  * An arriving message, as the transport has read it so far. The transport

@@ -86,8 +86,7 @@ static bool push_fragment(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *o
     size_t n = op->payload_len - done;
     if (n > tp->buf_bytes - len)
         n = tp->buf_bytes - len;
-    if (n)
-        memcpy(b + len, (const char *)op->payload + done, n);
+    xdev_txop_copy(b + len, op, done, n);
     len += n;
     struct ibv_sge sge = { .addr = (uintptr_t)b, .length = (uint32_t)len, .lkey = tp->pool_mr->lkey };
     struct ibv_send_wr wr = {

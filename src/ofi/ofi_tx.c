@@ -103,8 +103,7 @@ static int try_inject(xdev_tp_t *tp, ofi_peer_t *p, xdev_txop_t *op)
     uint8_t b[INJECT_BUF];
     unsigned n = put_hdr(tp, p, b, K_WHOLE);
     memcpy(b + OFI_HDR, xdev_txop_head(op), op->head_len);
-    if (op->payload_len)
-        memcpy(b + OFI_HDR + op->head_len, op->payload, op->payload_len);
+    xdev_txop_copy(b + OFI_HDR + op->head_len, op, 0, op->payload_len);
     int rc = (int)fi_inject(tp->ep, b, total, p->addr);
     if (rc == 0)
         commit(p, n, true);

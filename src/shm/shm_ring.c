@@ -52,9 +52,7 @@ bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
     uint64_t need = shm_rec_size(body);
     if (op->payload_len > r->frag_max || shm_tx_room(r, need) < need)
         return false;
-    uint8_t *b = put_start(shm_tx_body(r), op);
-    if (op->payload_len) /* a zero-byte send may carry a null buffer */
-        memcpy(b, op->payload, op->payload_len);
+    xdev_txop_copy(put_start(shm_tx_body(r), op), op, 0, op->payload_len);
     op->sent = op->head_len + op->payload_len;
     shm_tx_publish(r, SHM_REC_START | body);
     shm_tx_zero_ahead(r);
@@ -94,8 +92,7 @@ bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
         } else {
             ctrl = chunk;
         }
-        if (chunk)
-            memcpy(b, (const char *)op->payload + done, chunk);
+        xdev_txop_copy(b, op, done, chunk);
         op->sent += chunk;
         shm_tx_publish(r, ctrl);
     }
