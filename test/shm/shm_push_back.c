@@ -5,9 +5,8 @@
  * After a round trip, rank 0 sends NMSG small messages that rank 1 has
  * not asked for, then says so through a file in the job's boot directory
  * (a channel beside the one under test). Rank 1 waits for that file
- * without touching xdev,
- * so every message is in its ring, then makes progress calls that match
- * nothing (xdev_iprobe for a tag never sent) until nothing more comes:
+ * without touching xdev, so every message is in its ring, then makes
+ * progress calls that match nothing (xdev_iprobe for a tag never sent) until nothing more comes:
  * each must move exactly one message into the unexpected queue, so that
  * what they buffer in all is NMSG times what one call buffers.
  * Draining the ring into buffers instead is what made a lagging receiver
@@ -47,8 +46,12 @@ static void flag_path(char *path, size_t size)
     snprintf(path, size, "%s/push-back.sent", dir ? dir : "/tmp");
 }
 
+/* A round trip first: a ring carries traffic only once its reader has
+ * been seen reading it. */
 static void sender(xdev_t *dev)
 {
+    CHECK(xdev_send(dev, NULL, 0, 1, TAG, CTX) == XDEV_OK, "hello");
+    CHECK(xdev_recv(dev, NULL, 0, 1, TAG, CTX, NULL) == XDEV_OK, "hello back");
     for (int i = 0; i < NMSG; i++) {
         int v[2] = { i, ~i };
         CHECK(xdev_send(dev, v, sizeof v, 1, TAG, CTX) == XDEV_OK, "send %d", i);
@@ -74,6 +77,8 @@ static size_t probe_once(xdev_t *dev)
 
 static void receiver(xdev_t *dev)
 {
+    CHECK(xdev_recv(dev, NULL, 0, 0, TAG, CTX, NULL) == XDEV_OK, "hello");
+    CHECK(xdev_send(dev, NULL, 0, 0, TAG, CTX) == XDEV_OK, "hello back");
     char path[PATH_MAX];
     flag_path(path, sizeof path);
     for (int waited = 0; access(path, F_OK) != 0; waited++) {
@@ -125,16 +130,6 @@ int main(void)
     }
     CHECK(strcmp(xdev_peer_transport(dev, 1 - xdev_rank(dev)), "shm") == 0,
           "peer reached over %s, not shm", xdev_peer_transport(dev, 1 - xdev_rank(dev)));
-    /* A round trip first: a ring carries traffic only once its reader has
-     * been seen reading it. */
-    int peer = 1 - xdev_rank(dev);
-    if (xdev_rank(dev) == 0) {
-        CHECK(xdev_send(dev, NULL, 0, peer, TAG, CTX) == XDEV_OK, "hello");
-        CHECK(xdev_recv(dev, NULL, 0, peer, TAG, CTX, NULL) == XDEV_OK, "hello back");
-    } else {
-        CHECK(xdev_recv(dev, NULL, 0, peer, TAG, CTX, NULL) == XDEV_OK, "hello");
-        CHECK(xdev_send(dev, NULL, 0, peer, TAG, CTX) == XDEV_OK, "hello back");
-    }
     if (xdev_rank(dev) == 0)
         sender(dev);
     else
