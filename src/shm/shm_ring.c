@@ -44,10 +44,23 @@ static uint8_t *put_start(uint8_t *b, xdev_txop_t *op)
     return b + 8 + op->head_len;
 }
 
+/* Called as a message begins: only then can a filler record go in. */
+static void start_over_if_empty(shm_txring_t *r)
+{
+    uint64_t off = r->tail & r->mask;
+    if (off < SHM_HOT_BYTES || r->tail < r->empty_check_at)
+        return;
+    r->empty_check_at = r->tail + SHM_EMPTY_CHECK_EVERY;
+    r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
+    if (r->head_seen == r->tail)
+        shm_tx_publish(r, SHM_REC_PAD | (r->size - off - 8));
+}
+
 /* The usual message: whole, in one start record, where there is room for
- * it now. */
+ * it now. Every message begins here. */
 bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
 {
+    start_over_if_empty(r);
     size_t body = 8 + (size_t)op->head_len + op->payload_len;
     uint64_t need = shm_rec_size(body);
     if (op->payload_len > r->frag_max || shm_tx_room(r, need) < need)

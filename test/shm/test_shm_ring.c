@@ -11,6 +11,8 @@
  *     leaves: the consumer must never mistake it for a record);
  *   - senders far ahead of the reader: ops queue, leave in order and are
  *     handed back in order;
+ *   - a ring the reader keeps empty starts over at the front past
+ *     SHM_HOT_BYTES, one that holds unread records does not;
  *   - records a broken peer could write (bad control words, a fragment
  *     where a message starts, a start inside a message, unknown types,
  *     more payload than announced, a head cut short) each fail the peer
@@ -194,19 +196,17 @@ static size_t pick_len(size_t ring)
     }
 }
 
-/* Send NMSG messages through a ring of `ring` bytes, `burst` sends at a
- * time between polls, and check what comes out. */
-static void run_traffic(size_t ring, int burst)
+/* NMSG messages, lengths from pick(ring), some truncated and deferred
+ * when mixed is set. */
+static void make_msgs(size_t ring, size_t (*pick)(size_t), bool mixed)
 {
-    loop_t l;
-    loop_init(&l, ring, true);
     nmsgs = NMSG;
     msgs = calloc(NMSG, sizeof *msgs);
     for (int i = 0; i < NMSG; i++) {
         expect_t *m = &msgs[i];
-        m->len = pick_len(ring);
-        m->dst_len = rnd() % 4 ? m->len : (m->len ? rnd() % m->len : 0);
-        m->defer = rnd() % 5 == 0;
+        m->len = pick(ring);
+        m->dst_len = !mixed || rnd() % 4 ? m->len : (m->len ? rnd() % m->len : 0);
+        m->defer = mixed && rnd() % 5 == 0;
         m->payload = malloc(m->len + 1);
         m->dst = malloc(m->dst_len + GUARD);
         for (size_t j = 0; j < m->len; j++)
@@ -217,34 +217,109 @@ static void run_traffic(size_t ring, int burst)
     next_rx = next_txdone = rx_ended = peer_fails = begins = 0;
     core_verdict = 0;
     deferred = NULL;
-    int sent = 0, spins = 0;
-    while (next_rx < NMSG && !l.peer.failed && spins++ < 10 * 1000 * 1000) {
-        for (int b = 0; b < burst && sent < NMSG; b++, sent++) {
-            int rc = shm_send(&l.tp, 1, &msgs[sent].op);
-            CHECK(rc == 0 || rc == 1, "send returned %d", rc);
-            if (rc == 1)
-                xdev_core_tx_done(NULL, &msgs[sent].op, XDEV_OK);
-        }
-        if (l.peer.txq_head)
-            shm_flush(&l.tp, &l.peer);
-        shm_rx_poll(&l.tp, &l.peer);
-        if (deferred && rnd() % 3 == 0) {
-            expect_t *m = &msgs[next_rx];
-            deferred = NULL;
-            shm_resume(&l.tp, &l.peer, m->dst, m->dst_len);
-        }
-    }
-    CHECK(next_rx == NMSG, "ring %zu burst %d: %d of %d messages arrived", ring, burst, next_rx, NMSG);
-    CHECK(next_txdone == NMSG, "ring %zu burst %d: %d of %d ops handed back", ring, burst,
-          next_txdone, NMSG);
-    CHECK(peer_fails == 0, "ring %zu: good traffic failed the peer", ring);
-    CHECK(l.peer.tx.tail == l.peer.rx.head, "ring %zu: tail %llu, head %llu", ring,
-          (unsigned long long)l.peer.tx.tail, (unsigned long long)l.peer.rx.head);
+}
+
+static void free_msgs(void)
+{
     for (int i = 0; i < NMSG; i++) {
         free(msgs[i].payload);
         free(msgs[i].dst);
     }
     free(msgs);
+}
+
+/* Send up to `burst` more messages, then poll once. Returns how many have
+ * been sent in all. */
+static int pump(loop_t *l, int sent, int burst)
+{
+    for (int b = 0; b < burst && sent < NMSG; b++, sent++) {
+        int rc = shm_send(&l->tp, 1, &msgs[sent].op);
+        CHECK(rc == 0 || rc == 1, "send returned %d", rc);
+        if (rc == 1)
+            xdev_core_tx_done(NULL, &msgs[sent].op, XDEV_OK);
+    }
+    if (l->peer.txq_head)
+        shm_flush(&l->tp, &l->peer);
+    shm_rx_poll(&l->tp, &l->peer);
+    if (deferred && rnd() % 3 == 0) {
+        expect_t *m = &msgs[next_rx];
+        deferred = NULL;
+        shm_resume(&l->tp, &l->peer, m->dst, m->dst_len);
+    }
+    return sent;
+}
+
+static void check_all_arrived(loop_t *l, size_t ring, int burst)
+{
+    CHECK(next_rx == NMSG, "ring %zu burst %d: %d of %d messages arrived", ring, burst, next_rx, NMSG);
+    CHECK(next_txdone == NMSG, "ring %zu burst %d: %d of %d ops handed back", ring, burst,
+          next_txdone, NMSG);
+    CHECK(peer_fails == 0, "ring %zu: good traffic failed the peer", ring);
+    CHECK(l->peer.tx.tail == l->peer.rx.head, "ring %zu: tail %llu, head %llu", ring,
+          (unsigned long long)l->peer.tx.tail, (unsigned long long)l->peer.rx.head);
+}
+
+/* Send NMSG messages through a ring of `ring` bytes, `burst` sends at a
+ * time between polls, and check what comes out. */
+static void run_traffic(size_t ring, int burst)
+{
+    loop_t l;
+    loop_init(&l, ring, true);
+    make_msgs(ring, pick_len, true);
+    int sent = 0, spins = 0;
+    while (next_rx < NMSG && !l.peer.failed && spins++ < 10 * 1000 * 1000)
+        sent = pump(&l, sent, burst);
+    check_all_arrived(&l, ring, burst);
+    free_msgs();
+    loop_free(&l);
+}
+
+static size_t pick_small(size_t ring)
+{
+    (void)ring;
+    return rnd() % 200;
+}
+
+/* A ring its reader keeps empty starts over at the front once the writer
+ * is past SHM_HOT_BYTES; one that still holds records does not, and no
+ * message is lost or damaged either way. */
+static void run_start_over(void)
+{
+    const size_t ring = 8 * SHM_HOT_BYTES; /* holds the NMSG / 2 unread below */
+    /* the furthest a message can begin before the writer looks, plus it */
+    const uint64_t reach = SHM_HOT_BYTES + shm_rec_size(16 + XDEV_HEAD_MAX + 200);
+    loop_t l;
+    loop_init(&l, ring, true);
+    make_msgs(ring, pick_small, false);
+    uint64_t furthest = 0;
+    int sent = 0, spins = 0;
+    while (sent < NMSG / 2 && spins++ < 1000 * 1000) { /* read as written */
+        sent = pump(&l, sent, 1);
+        uint64_t end = ((l.peer.tx.tail - 1) & l.peer.tx.mask) + 1;
+        furthest = end > furthest ? end : furthest;
+    }
+    CHECK(furthest <= reach, "an empty ring was written up to byte %llu, not started over by %llu",
+          (unsigned long long)furthest, (unsigned long long)reach);
+    CHECK(l.peer.tx.tail > ring, "%llu bytes written: too few to test starting over",
+          (unsigned long long)l.peer.tx.tail);
+    /* The rest written unread: each record must follow the one before,
+     * far past SHM_HOT_BYTES, with no filler to start over under the
+     * reader. */
+    uint64_t from = l.peer.tx.tail & l.peer.tx.mask, bytes = 0;
+    for (int i = sent; i < NMSG; i++) {
+        int rc = shm_send(&l.tp, 1, &msgs[i].op);
+        CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
+        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+        bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
+    }
+    uint64_t to = l.peer.tx.tail & l.peer.tx.mask;
+    CHECK(to == from + bytes && to > reach, "unread records went from byte %llu to %llu, not %llu",
+          (unsigned long long)from, (unsigned long long)to, (unsigned long long)(from + bytes));
+    sent = NMSG;
+    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
+        pump(&l, sent, 0);
+    check_all_arrived(&l, ring, 1);
+    free_msgs();
     loop_free(&l);
 }
 
@@ -360,6 +435,7 @@ int main(int argc, char **argv)
     for (size_t r = 0; r < 3; r++)
         for (size_t b = 0; b < 3; b++)
             run_traffic(rings[r], bursts[b]);
+    run_start_over();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
