@@ -1,17 +1,45 @@
 /*
- * allreduce.c - allreduce by recursive doubling for short vectors (log p
- * exchanges of the whole vector; for a group size that is not a power of
- * two the first 2 * rem members pair up and the even ones hand their vector
- * to the odd ones, sit out the doubling and get the result back at the
- * end), by a ring reduce-scatter + ring allgather for long vectors (each
- * member sends about 2 (p - 1) / p of the vector in all), or by a binomial
- * reduce + binomial broadcast (forced only).
+ * allreduce.c - allreduce directly (every member sends its vector to every
+ * other and reduces all of them itself) for short vectors in small groups;
+ * by recursive doubling for other short vectors (log p exchanges of the
+ * whole vector; for a group size that is not a power of two the first
+ * 2 * rem members pair up and the even ones hand their vector to the odd
+ * ones, sit out the doubling and get the result back at the end); by a
+ * ring reduce-scatter + ring allgather for long vectors (each member sends
+ * about 2 (p - 1) / p of the vector in all); or by a binomial reduce +
+ * binomial broadcast (forced only).
  */
 #include <stdlib.h>
 
 #include "coll.h"
 
-enum { PH_FOLD, PH_DOUBLING, PH_UNFOLD, PH_RS, PH_AG, PH_REDUCE, PH_BCAST };
+enum { PH_FOLD, PH_DOUBLING, PH_UNFOLD, PH_RS, PH_AG, PH_REDUCE, PH_BCAST, PH_DIRECT };
+
+/* Every member sends its vector to every other one and reduces all p
+ * itself, in rank order, so every member computes the same bits. One
+ * round of p - 1 messages each way instead of log p rounds that each wait
+ * for the slowest partner of the one before. */
+static int allreduce_direct(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                            const xdev_coll_op_t *op, size_t esz)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    size_t bytes = count * esz;
+    char *all = coll_alloc(bytes * (size_t)p);
+    if (!all) return XDEV_ERR_NOMEM;
+    for (int q = 0; q < p && !rc; q++)
+        if (q != r) rc = coll_irecv(g, all + (size_t)q * bytes, bytes, q, PH_DIRECT);
+    for (int i = 1; i < p && !rc; i++) /* each to a different member first */
+        rc = coll_isend(g, sbuf, bytes, (r + i) % p, PH_DIRECT);
+    if (!rc) rc = coll_waitall(g);
+    if (!rc) {
+        coll_copy(all + (size_t)r * bytes, sbuf, bytes);
+        coll_copy(rbuf, all + (size_t)(p - 1) * bytes, bytes);
+        for (int q = p - 2; q >= 0; q--)
+            coll_op_apply(op, all + (size_t)q * bytes, rbuf, count);
+    }
+    free(all);
+    return rc;
+}
 
 static int allreduce_recursive_doubling(xdev_coll_group_t *g, void *rbuf, size_t count,
                                         const xdev_coll_op_t *op, size_t esz)
@@ -78,9 +106,12 @@ int xdev_coll_allreduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size
     size_t esz, bytes;
     int rc = coll_begin_reduction(g, sbuf, rbuf, count, op, &esz, &bytes);
     if (rc) return rc;
-    switch (coll_pick(g, F_ALLREDUCE, bytes, count >= (size_t)g->size)) {
+    switch (coll_pick_allreduce(g, bytes, count)) {
     case ALLREDUCE_RING:
         rc = allreduce_ring(g, sbuf, rbuf, count, op, esz);
+        break;
+    case ALLREDUCE_DIRECT:
+        rc = allreduce_direct(g, sbuf, rbuf, count, op, esz);
         break;
     case ALLREDUCE_REDUCE_BCAST:
         rc = coll_reduce_binomial(g, sbuf, rbuf, count, op, esz, 0, PH_REDUCE);

@@ -34,7 +34,7 @@ enum { SCATTER_BINOMIAL, SCATTER_LINEAR };
 enum { ALLGATHER_GATHER_BCAST, ALLGATHER_RING };
 enum { ALLTOALL_LINEAR, ALLTOALL_PAIRWISE };
 enum { REDUCE_BINOMIAL, REDUCE_RING_GATHER };
-enum { ALLREDUCE_RECURSIVE_DOUBLING, ALLREDUCE_RING, ALLREDUCE_REDUCE_BCAST };
+enum { ALLREDUCE_RECURSIVE_DOUBLING, ALLREDUCE_RING, ALLREDUCE_REDUCE_BCAST, ALLREDUCE_DIRECT };
 enum { REDUCE_SCATTER_REDUCE_SCATTERV, REDUCE_SCATTER_RING };
 enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
 
@@ -43,6 +43,8 @@ enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
 typedef struct coll_config {
     int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
     size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
+    size_t direct_max;        /* allreduce: direct up to this many bytes ... */
+    int direct_members;       /* ... in groups of at most this many */
     long spin_ns;             /* busy-poll this long before yielding the CPU */
     long yield_ns;            /* then yield this long before napping */
 } coll_config_t;
@@ -67,6 +69,7 @@ int coll_config_load(coll_config_t *cfg, int group_size);
 /* The algorithm for a call of `family` moving `bytes` (the size the
  * thresholds are compared with); `long_ok` is 0 when the long algorithm
  * cannot serve this call. */
+int coll_pick_allreduce(const xdev_coll_group_t *g, size_t bytes, size_t count);
 int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes, int long_ok);
 
 /* p2p.c: every collective is coll_begin, posts and waits, coll_end. */

@@ -265,7 +265,8 @@ static void t_scan(const char *alg, const struct red *r, size_t count, uint64_t 
 }
 
 static const char *reduce_algs[] = {"binomial", "ring_gather", "auto", NULL};
-static const char *allreduce_algs[] = {"recursive_doubling", "ring", "reduce_bcast", "auto", NULL};
+static const char *allreduce_algs[] = {"recursive_doubling", "ring", "reduce_bcast", "direct",
+                                        "auto", NULL};
 static const char *rs_algs[] = {"reduce_scatterv", "ring", "auto", NULL};
 static const char *scan_algs[] = {"recursive_doubling", "linear", "auto", NULL};
 
