@@ -22,8 +22,8 @@ setup() { # name, meson options...
 for b in $builds; do
     case $b in
     plain) opts=(--buildtype=debugoptimized) ;;
-    asan) opts=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false) ;;
-    tsan) opts=(--buildtype=debug -Db_sanitize=thread -Db_lundef=false) ;;
+    asan) opts=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false) ;;
+    tsan) opts=(--buildtype=debug -Db_sanitize=thread -Db_lundef=false -Db_lto=false) ;;
     *) echo "unknown build $b"; exit 2 ;;
     esac
     echo "=== build: $b"
