@@ -71,9 +71,11 @@
  *   allgather    gather + bcast on binomial trees (short); ring (long)
  *   alltoall     linear, all at once (short); pairwise exchange (long)
  *   reduce       binomial tree (short); ring reduce-scatter + gather (long)
- *   allreduce    recursive doubling (short, any group size: the ranks above
- *                the largest power of two fold in first); ring reduce-scatter
- *                + ring allgather (long); reduce + bcast (forced only)
+ *   allreduce    direct, every member to every other in one round (short,
+ *                groups of up to 8); recursive doubling (other short, any
+ *                group size: the ranks above the largest power of two fold
+ *                in first); ring reduce-scatter + ring allgather (long);
+ *                reduce + bcast (forced only)
  *   reduce_scatter  ring (long); reduce + scatterv (short)
  *   scan         linear chain; recursive doubling
  *   barrier      dissemination
