@@ -88,7 +88,8 @@ int xdev_wait(xdev_request_t *req, xdev_status_t *st)
     xreq_t *r = xreq_of(req);
     xdev_t *d = r->dev;
     dev_lock(d);
-    progress_until(d, req_done, r);
+    if (r->phase != PH_DONE) /* often done already: a window's later requests */
+        progress_until(d, req_done, r);
     req_reap(d, r, st);
     dev_unlock(d);
     return XDEV_OK;
