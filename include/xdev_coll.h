@@ -68,7 +68,9 @@
  * when a group is created (see the README's libxdev_coll section):
  *   bcast        binomial tree (short); binomial scatter + ring allgather (long)
  *   gather/scatter  binomial tree (short); linear, all nonblocking (long)
- *   allgather    gather + bcast on binomial trees (short); ring (long)
+ *   allgather    direct, every member to every other in one round (short,
+ *                groups of up to 8); gather + bcast on binomial trees (other
+ *                short); ring (long)
  *   alltoall     linear, all at once (short); pairwise exchange (long)
  *   reduce       binomial tree (short); ring reduce-scatter + gather (long)
  *   allreduce    direct, every member to every other in one round (short,

@@ -1,14 +1,16 @@
 /*
- * allgather.c - allgather(v): for short messages a binomial gather to
- * member 0 then a binomial broadcast of the whole (2 log p steps); for long
- * ones a ring of p - 1 steps in which each member passes on the block it
- * received in the step before (bandwidth-optimal). allgatherv uses the ring.
+ * allgather.c - allgather(v): in a small group, for short messages, every
+ * member sends its block straight to every other (one round); for other
+ * short messages a binomial gather to member 0 then a binomial broadcast
+ * of the whole (2 log p steps); for long ones a ring of p - 1 steps in
+ * which each member passes on the block it received in the step before
+ * (bandwidth-optimal). allgatherv uses the ring.
  */
 #include <stdlib.h>
 
 #include "coll.h"
 
-enum { PH_GATHER, PH_BCAST, PH_RING };
+enum { PH_GATHER, PH_BCAST, PH_RING, PH_DIRECT };
 
 /* Ring over blocks with per-member counts and displacements (bytes). */
 static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
@@ -26,6 +28,17 @@ static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, vo
     return XDEV_OK;
 }
 
+static int allgather_direct(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    for (int q = 0; q < p && !rc; q++)
+        if (q != r) rc = coll_irecv(g, coll_at(rbuf, (size_t)q * len), len, q, PH_DIRECT);
+    for (int i = 1; i < p && !rc; i++) /* each to a different member first */
+        rc = coll_isend(g, sbuf, len, (r + i) % p, PH_DIRECT);
+    coll_copy(coll_at(rbuf, (size_t)r * len), sbuf, len);
+    return rc ? rc : coll_waitall(g);
+}
+
 int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf)
 {
     if (!g || !coll_buf_ok(sbuf, len)) return XDEV_ERR_ARG;
@@ -34,7 +47,10 @@ int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void
     if (!ok || !coll_buf_ok(rbuf, total)) return XDEV_ERR_ARG;
     int rc = coll_begin(g);
     if (rc) return rc;
-    if (coll_pick(g, F_ALLGATHER, total, 1) == ALLGATHER_RING) {
+    int alg = coll_pick(g, F_ALLGATHER, total, 1);
+    if (alg == ALLGATHER_DIRECT) {
+        rc = allgather_direct(g, sbuf, len, rbuf);
+    } else if (alg == ALLGATHER_RING) {
         size_t *cd = malloc(2 * sizeof *cd * (size_t)g->size);
         if (!cd) return coll_end(g, XDEV_ERR_NOMEM);
         for (int i = 0; i < g->size; i++) {

@@ -106,7 +106,7 @@ int xdev_coll_allreduce(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size
     size_t esz, bytes;
     int rc = coll_begin_reduction(g, sbuf, rbuf, count, op, &esz, &bytes);
     if (rc) return rc;
-    switch (coll_pick_allreduce(g, bytes, count)) {
+    switch (coll_pick(g, F_ALLREDUCE, bytes, count >= (size_t)g->size)) {
     case ALLREDUCE_RING:
         rc = allreduce_ring(g, sbuf, rbuf, count, op, esz);
         break;

@@ -27,11 +27,13 @@ enum coll_family {
 };
 
 /* Algorithm numbers, per family; index 0 is the short-message choice and
- * index 1 the long-message one (see config.c for their names). */
+ * index 1 the long-message one; a direct (one-round) algorithm for short
+ * messages in small groups, where a family has one, comes after them (see
+ * config.c for their names). */
 enum { BCAST_BINOMIAL, BCAST_SCATTER_RING };
 enum { GATHER_BINOMIAL, GATHER_LINEAR };
 enum { SCATTER_BINOMIAL, SCATTER_LINEAR };
-enum { ALLGATHER_GATHER_BCAST, ALLGATHER_RING };
+enum { ALLGATHER_GATHER_BCAST, ALLGATHER_RING, ALLGATHER_DIRECT };
 enum { ALLTOALL_LINEAR, ALLTOALL_PAIRWISE };
 enum { REDUCE_BINOMIAL, REDUCE_RING_GATHER };
 enum { ALLREDUCE_RECURSIVE_DOUBLING, ALLREDUCE_RING, ALLREDUCE_REDUCE_BCAST, ALLREDUCE_DIRECT };
@@ -43,8 +45,8 @@ enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
 typedef struct coll_config {
     int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
     size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
-    size_t direct_max;        /* allreduce: direct up to this many bytes ... */
-    int direct_members;       /* ... in groups of at most this many */
+    size_t direct_max[F_COUNT]; /* a direct algorithm up to this many bytes ... */
+    int direct_members[F_COUNT]; /* ... in groups of at most this many */
     long spin_ns;             /* busy-poll this long before yielding the CPU */
     long yield_ns;            /* then yield this long before napping */
 } coll_config_t;
@@ -69,7 +71,6 @@ int coll_config_load(coll_config_t *cfg, int group_size);
 /* The algorithm for a call of `family` moving `bytes` (the size the
  * thresholds are compared with); `long_ok` is 0 when the long algorithm
  * cannot serve this call. */
-int coll_pick_allreduce(const xdev_coll_group_t *g, size_t bytes, size_t count);
 int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes, int long_ok);
 
 /* p2p.c: every collective is coll_begin, posts and waits, coll_end. */

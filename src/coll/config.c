@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,18 @@
 static const struct family_desc {
     const char *name;     /* XDEV_COLL_<name>, XDEV_COLL_<name>_LONG */
     const char *algs[4];  /* index = algorithm number */
+    int direct;           /* number of its one-round algorithm; 0: it has none */
+    size_t direct_max;    /* bytes up to which that one is used by default */
 } families[F_COUNT] = {
     [F_BARRIER] = {"BARRIER", {"dissemination"}},
     [F_BCAST] = {"BCAST", {"binomial", "scatter_ring"}},
     [F_GATHER] = {"GATHER", {"binomial", "linear"}},
     [F_SCATTER] = {"SCATTER", {"binomial", "linear"}},
-    [F_ALLGATHER] = {"ALLGATHER", {"gather_bcast", "ring"}},
+    [F_ALLGATHER] = {"ALLGATHER", {"gather_bcast", "ring", "direct"}, ALLGATHER_DIRECT, 32 * 1024},
     [F_ALLTOALL] = {"ALLTOALL", {"linear", "pairwise"}},
     [F_REDUCE] = {"REDUCE", {"binomial", "ring_gather"}},
-    [F_ALLREDUCE] = {"ALLREDUCE", {"recursive_doubling", "ring", "reduce_bcast", "direct"}},
+    [F_ALLREDUCE] = {"ALLREDUCE", {"recursive_doubling", "ring", "reduce_bcast", "direct"},
+                     ALLREDUCE_DIRECT, 2048},
     [F_REDUCE_SCATTER] = {"REDUCE_SCATTER", {"reduce_scatterv", "ring"}},
     [F_SCAN] = {"SCAN", {"recursive_doubling", "linear"}},
 };
@@ -51,13 +55,16 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-/* Direct allreduce (everyone to everyone, one round) against recursive
- * doubling (log p rounds), 4 and 8 ranks on this 2-core machine: 8 bytes
- * 12.6 against 15.3-16.6 us (4 ranks), 42-45 against 65-66 (8); 1 KiB
- * 49 against 70-75 (8); 4 KiB even (4 ranks) or 62 against 75 (8);
- * 16 KiB 91 against 21 (4). Each member sends p - 1 copies, so the group
- * must be small too. */
-#define DEFAULT_DIRECT_MAX 2048
+/* A direct algorithm (every member sends its part to every other, one
+ * round) against the usual ones, 4 and 8 ranks on this 2-core machine, us:
+ *   allreduce, against recursive doubling: 8 bytes 12.6 against 15.3-16.6
+ *   (4 ranks), 42-45 against 65-66 (8); 1 KiB 49 against 70-75 (8); 4 KiB
+ *   even (4) or 62 against 75 (8); 16 KiB 91 against 21 (4). Up to 2 KiB.
+ *   allgather, blocks of 8 bytes against gather + bcast: 9.4 against 22.9
+ *   (4), 52 against 99 (8); against the ring, blocks of 4 KiB: 18.6
+ *   against 21.1 (4), 72 against 151 (8); 16 KiB 19 against 37 (4), 114
+ *   against 201 (8); 64 KiB 425 against 71 (4). Up to 32 KiB in all.
+ * Each member sends p - 1 copies, so the group must be small too. */
 #define DEFAULT_DIRECT_MEMBERS 8
 
 /* A waiting member busy-polls, as MPI libraries do, for up to this long
@@ -97,23 +104,13 @@ int coll_config_load(coll_config_t *cfg, int group_size)
     if (!env_us("XDEV_COLL_SPIN_US", group_size <= ncpu ? DEFAULT_SPIN_US : 0, &cfg->spin_ns) ||
         !env_us("XDEV_COLL_YIELD_US", DEFAULT_YIELD_US, &cfg->yield_ns))
         return XDEV_ERR_INIT;
-    cfg->direct_max = DEFAULT_DIRECT_MAX;
-    cfg->direct_members = DEFAULT_DIRECT_MEMBERS;
-    const char *v = getenv("XDEV_COLL_ALLREDUCE_DIRECT_MAX");
-    if (v && *v && parse_size(v, &cfg->direct_max) != 0) return XDEV_ERR_INIT;
-    v = getenv("XDEV_COLL_ALLREDUCE_DIRECT_MEMBERS");
-    if (v && *v) {
-        size_t n;
-        if (parse_size(v, &n) != 0 || n > 1u << 20) return XDEV_ERR_INIT;
-        cfg->direct_members = (int)n;
-    }
     for (int f = 0; f < F_COUNT; f++) {
         const struct family_desc *d = &families[f];
         cfg->forced[f] = COLL_AUTO;
         cfg->long_min[f] = DEFAULT_LONG;
 
         snprintf(var, sizeof var, "XDEV_COLL_%s", d->name);
-        v = getenv(var);
+        const char *v = getenv(var);
         if (v && *v && strcmp(v, "auto") != 0) {
             int found = COLL_AUTO;
             for (int a = 0; a < 4 && d->algs[a]; a++)
@@ -124,21 +121,29 @@ int coll_config_load(coll_config_t *cfg, int group_size)
         snprintf(var, sizeof var, "XDEV_COLL_%s_LONG", d->name);
         v = getenv(var);
         if (v && *v && parse_size(v, &cfg->long_min[f]) != 0) return XDEV_ERR_INIT;
+        cfg->direct_max[f] = d->direct_max;
+        cfg->direct_members[f] = d->direct ? DEFAULT_DIRECT_MEMBERS : 0;
+        if (!d->direct) continue;
+        snprintf(var, sizeof var, "XDEV_COLL_%s_DIRECT_MAX", d->name);
+        v = getenv(var);
+        if (v && *v && parse_size(v, &cfg->direct_max[f]) != 0) return XDEV_ERR_INIT;
+        snprintf(var, sizeof var, "XDEV_COLL_%s_DIRECT_MEMBERS", d->name);
+        v = getenv(var);
+        if (v && *v) {
+            size_t n;
+            if (parse_size(v, &n) != 0 || n > INT_MAX) return XDEV_ERR_INIT;
+            cfg->direct_members[f] = (int)n;
+        }
     }
     return XDEV_OK;
 }
 
+/* The direct algorithm for a short message in a small group, else the
+ * long one from its threshold on, else the short one. */
 int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes, int long_ok)
 {
     if (g->cfg.forced[family] != COLL_AUTO) return g->cfg.forced[family];
+    if (bytes <= g->cfg.direct_max[family] && g->size <= g->cfg.direct_members[family])
+        return families[family].direct;
     return long_ok && bytes >= g->cfg.long_min[family] ? 1 : 0;
-}
-
-/* Allreduce has a third choice, for short vectors in small groups. */
-int coll_pick_allreduce(const xdev_coll_group_t *g, size_t bytes, size_t count)
-{
-    if (g->cfg.forced[F_ALLREDUCE] == COLL_AUTO && bytes <= g->cfg.direct_max &&
-        g->size <= g->cfg.direct_members)
-        return ALLREDUCE_DIRECT;
-    return coll_pick(g, F_ALLREDUCE, bytes, count >= (size_t)g->size);
 }

@@ -46,9 +46,9 @@ static void group_args(void)
     setenv("XDEV_COLL_ALLREDUCE_DIRECT_MAX", "2X", 1);
     EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
     unsetenv("XDEV_COLL_ALLREDUCE_DIRECT_MAX");
-    setenv("XDEV_COLL_ALLREDUCE_DIRECT_MEMBERS", "eight", 1);
+    setenv("XDEV_COLL_ALLGATHER_DIRECT_MEMBERS", "eight", 1);
     EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
-    unsetenv("XDEV_COLL_ALLREDUCE_DIRECT_MEMBERS");
+    unsetenv("XDEV_COLL_ALLGATHER_DIRECT_MEMBERS");
     setenv("XDEV_COLL_BCAST_LONG", "12Q", 1);
     EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
     unsetenv("XDEV_COLL_BCAST_LONG");

@@ -209,7 +209,7 @@ int case_data(void)
 {
     static const char *bcast[] = {"binomial", "scatter_ring", NULL};
     static const char *gather[] = {"binomial", "linear", NULL};
-    static const char *allgather[] = {"gather_bcast", "ring", NULL};
+    static const char *allgather[] = {"gather_bcast", "ring", "direct", NULL};
     static const char *alltoall[] = {"linear", "pairwise", NULL};
     const size_t *sizes = t_sizes();
     uint64_t seed = 1;
