@@ -33,17 +33,18 @@
  *
  * The consumer publishes how far it has read in ctl->head (release, after
  * copying a record out); the producer reads it (acquire) only when its
- * cached copy says the ring is full. Nothing else is shared on the fast
+ * cached copy says the ring is full, and past SHM_HOT_BYTES once every
+ * SHM_EMPTY_CHECK_EVERY bytes (below). Nothing else is shared on the fast
  * path: one copy in, one release store; one acquire load, one copy out,
- * one release store.
+ * one release store. Each half of the ctl block is written by one process
+ * only, and the halves are 128 bytes apart because adjacent-line
+ * prefetchers move lines in pairs.
  *
  * A producer past the first SHM_HOT_BYTES of the data area that finds the
  * ring empty fills the rest of the area with a filler record, so the next
  * message starts over at the front: a ping-pong of small messages then
  * cycles through a few lines that stay in both cores' caches instead of
- * walking through the whole ring, where every line is a cache miss. Each half of the ctl block is written by one process
- * only, and the halves are 128 bytes apart because adjacent-line
- * prefetchers move lines in pairs.
+ * walking through the whole ring, where every line is a cache miss.
  */
 #ifndef XDEV_SHM_RING_H
 #define XDEV_SHM_RING_H

@@ -287,7 +287,6 @@ static int export_job_env(const struct options *opt, const char *job_id,
     return 0;
 }
 
-/* In the forked child: become rank `rank` and exec the program. */
 /* The CPUs the ranks are bound to, rank i to cpus[i % n]; n == 0 leaves
  * them unbound. */
 struct binding {
@@ -320,6 +319,7 @@ static void bind_rank(const struct binding *b, int rank)
         say("rank %d: cannot bind to CPU %d: %s", rank, b->cpus[rank % b->n], strerror(errno));
 }
 
+/* In the forked child: become rank `rank` and exec the program. */
 static _Noreturn void exec_rank(const struct options *opt, const struct binding *b, int rank,
                                 pid_t launcher, const sigset_t *orig_mask)
 {
