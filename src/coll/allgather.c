@@ -28,17 +28,6 @@ static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, vo
     return XDEV_OK;
 }
 
-static int allgather_direct(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf)
-{
-    int p = g->size, r = g->rank, rc = XDEV_OK;
-    for (int q = 0; q < p && !rc; q++)
-        if (q != r) rc = coll_irecv(g, coll_at(rbuf, (size_t)q * len), len, q, PH_DIRECT);
-    for (int i = 1; i < p && !rc; i++) /* each to a different member first */
-        rc = coll_isend(g, sbuf, len, (r + i) % p, PH_DIRECT);
-    coll_copy(coll_at(rbuf, (size_t)r * len), sbuf, len);
-    return rc ? rc : coll_waitall(g);
-}
-
 int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf)
 {
     if (!g || !coll_buf_ok(sbuf, len)) return XDEV_ERR_ARG;
@@ -49,7 +38,8 @@ int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void
     if (rc) return rc;
     int alg = coll_pick(g, F_ALLGATHER, total, 1);
     if (alg == ALLGATHER_DIRECT) {
-        rc = allgather_direct(g, sbuf, len, rbuf);
+        coll_copy(coll_at(rbuf, (size_t)g->rank * len), sbuf, len);
+        rc = coll_exchange_all(g, sbuf, len, rbuf, PH_DIRECT);
     } else if (alg == ALLGATHER_RING) {
         size_t *cd = malloc(2 * sizeof *cd * (size_t)g->size);
         if (!cd) return coll_end(g, XDEV_ERR_NOMEM);

@@ -22,15 +22,11 @@ enum { PH_FOLD, PH_DOUBLING, PH_UNFOLD, PH_RS, PH_AG, PH_REDUCE, PH_BCAST, PH_DI
 static int allreduce_direct(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                             const xdev_coll_op_t *op, size_t esz)
 {
-    int p = g->size, r = g->rank, rc = XDEV_OK;
+    int p = g->size, r = g->rank;
     size_t bytes = count * esz;
     char *all = coll_alloc(bytes * (size_t)p);
     if (!all) return XDEV_ERR_NOMEM;
-    for (int q = 0; q < p && !rc; q++)
-        if (q != r) rc = coll_irecv(g, all + (size_t)q * bytes, bytes, q, PH_DIRECT);
-    for (int i = 1; i < p && !rc; i++) /* each to a different member first */
-        rc = coll_isend(g, sbuf, bytes, (r + i) % p, PH_DIRECT);
-    if (!rc) rc = coll_waitall(g);
+    int rc = coll_exchange_all(g, sbuf, bytes, all, PH_DIRECT);
     if (!rc) {
         coll_copy(all + (size_t)r * bytes, sbuf, bytes);
         coll_copy(rbuf, all + (size_t)(p - 1) * bytes, bytes);

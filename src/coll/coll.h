@@ -82,6 +82,9 @@ int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase)
 int coll_waitall(xdev_coll_group_t *g);
 int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
                   size_t rlen, int src, int phase);
+/* One round of the direct algorithms: len bytes of sbuf to every other
+ * member, member q's len bytes into rbuf + q * len; then wait for all. */
+int coll_exchange_all(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf, int phase);
 
 /* Keep memory that holds requests xdev still owns (a failed collective's,
  * whose buffers xdev may still fill) for the life of the process. */

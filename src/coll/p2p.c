@@ -187,3 +187,13 @@ int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, 
     if (!rc) rc = coll_waitall(g);
     return rc;
 }
+
+int coll_exchange_all(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf, int phase)
+{
+    int p = g->size, r = g->rank, rc = XDEV_OK;
+    for (int q = 0; q < p && !rc; q++)
+        if (q != r) rc = coll_irecv(g, coll_at(rbuf, (size_t)q * len), len, q, phase);
+    for (int i = 1; i < p && !rc; i++) /* each to a different member first */
+        rc = coll_isend(g, sbuf, len, (r + i) % p, phase);
+    return rc ? rc : coll_waitall(g);
+}

@@ -44,6 +44,13 @@ static uint8_t *put_start(uint8_t *b, xdev_txop_t *op)
     return b + 8 + op->head_len;
 }
 
+/* Fill the data area from the producer's position to its end, so the next
+ * record starts at the front. */
+static void pad_to_end(shm_txring_t *r)
+{
+    shm_tx_publish(r, SHM_REC_PAD | (r->size - (r->tail & r->mask) - 8));
+}
+
 /* Called as a message begins: only then can a filler record go in. */
 static void start_over_if_empty(shm_txring_t *r)
 {
@@ -53,7 +60,7 @@ static void start_over_if_empty(shm_txring_t *r)
     r->empty_check_at = r->tail + SHM_EMPTY_CHECK_EVERY;
     r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
     if (r->head_seen == r->tail)
-        shm_tx_publish(r, SHM_REC_PAD | (r->size - off - 8));
+        pad_to_end(r);
 }
 
 /* The usual message: whole, in one start record, where there is room for
@@ -88,7 +95,7 @@ bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op)
         if (room < framing) { /* (room is 0 or at least a line: a fragment fits) */
             if (!room || !at_end)
                 return false;
-            shm_tx_publish(r, SHM_REC_PAD | (room - 8)); /* the head goes at the start */
+            pad_to_end(r); /* room reaches the end: the head goes at the start */
             continue;
         }
         size_t chunk = room - framing < want ? (size_t)(room - framing) : want;
