@@ -691,6 +691,23 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     }
 }
 
+int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *payload, size_t len)
+{
+    /* Anything the two steps would reject or treat specially goes there. */
+    if (h->type != XDEV_MSG_EAGER || h->src != (uint32_t)peer || h->dst != (uint32_t)d->rank ||
+        h->tag < 0 || h->ctx < 0 || len > d->peers[peer].eager_limit || d->finalizing)
+        return 0;
+    xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
+    if (!r)
+        return 0;
+    d->activity++;
+    size_t n = recv_accept(r, peer, h->tag, len);
+    if (n)
+        memcpy(r->buf, payload, n);
+    req_complete(d, r, XDEV_OK);
+    return 1;
+}
+
 /* A receive's payload is all in place: finish the receive. */
 static void recv_filled(xdev_t *d, xreq_t *r)
 {

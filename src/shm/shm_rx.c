@@ -1,7 +1,9 @@
 /*
  * shm_rx.c - receiving: the records of a peer's ring handed to the core.
  *
- * A start record's head goes to xdev_core_rx_begin, which says where the
+ * A plain eager message that is all in one record goes straight into its
+ * posted receive (xdev_core_rx_whole) where there is one. Otherwise a
+ * start record's head goes to xdev_core_rx_begin, which says where the
  * payload belongs; each record's payload is copied straight there (the
  * first dst_len bytes of the message; the rest is read and dropped) and
  * the record released at once, so a long message streams through the ring.
@@ -58,7 +60,6 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         shm_peer_fail(tp, p);
         return false;
     }
-    xdev_wire_decode_fields(b + 8 + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
     /* Say we read this ring before anything we do about the message can
      * be seen by its sender: that proves the ring (shm.h). And the other
      * way round, an op of ours held for that proof is handed back before
@@ -69,6 +70,16 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     }
     if (p->txq_head && !p->proven && !p->gone)
         shm_flush(tp, p);
+    /* The usual message, all in this record, goes straight into the
+     * receive posted for it, if there is one. */
+    size_t chunk = body - 8 - head_len;
+    if (rx->head.hdr.type == XDEV_MSG_EAGER && chunk == len &&
+        xdev_core_rx_whole(tp->dev, p->rank, &rx->head.hdr, b + 8 + head_len, chunk)) {
+        rx->unexpected = false;
+        shm_rx_release(&p->rx, ctrl);
+        return true;
+    }
+    xdev_wire_decode_fields(b + 8 + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
     p->rx_got = 0;
