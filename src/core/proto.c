@@ -656,6 +656,13 @@ static int rx_rndz_written(xdev_t *d, int peer, const xdev_rx_t *rx)
     return XDEV_RX_DELIVER;
 }
 
+/* Does h come from peer, to us, with a tag and a context a receive could
+ * have? */
+static bool head_ok(const xdev_t *d, int peer, const xdev_hdr_t *h)
+{
+    return h->src == (uint32_t)peer && h->dst == (uint32_t)d->rank && h->tag >= 0 && h->ctx >= 0;
+}
+
 int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 {
     const xdev_hdr_t *h = &rx->head.hdr;
@@ -664,7 +671,7 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     rx->dst_len = 0;
     rx->cookie = NULL;
     rx->unexpected = false;
-    if (h->src != (uint32_t)peer || h->dst != (uint32_t)d->rank || h->tag < 0 || h->ctx < 0)
+    if (!head_ok(d, peer, h))
         return XDEV_ERR_PEER;
     switch (h->type) {
     case XDEV_MSG_EAGER:
@@ -694,8 +701,8 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *payload, size_t len)
 {
     /* Anything the two steps would reject or treat specially goes there. */
-    if (h->type != XDEV_MSG_EAGER || h->src != (uint32_t)peer || h->dst != (uint32_t)d->rank ||
-        h->tag < 0 || h->ctx < 0 || len > d->peers[peer].eager_limit || d->finalizing)
+    if (h->type != XDEV_MSG_EAGER || !head_ok(d, peer, h) || len > d->peers[peer].eager_limit ||
+        d->finalizing)
         return 0;
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
     if (!r)

@@ -183,12 +183,12 @@ typedef struct xdev_tp_ops {
 /* `token` identifies the connection for a later ops->resume. */
 int xdev_core_rx_begin(xdev_t *dev, int peer, void *token, xdev_rx_t *rx);
 void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx);
-/* Optional shortcut for the most common arrival: a plain eager message
- * (XDEV_MSG_EAGER, so no fields to decode) whose payload is all in memory
- * at once. If a posted receive matches it, the core copies the payload
- * there and completes the receive (1); otherwise nothing happens (0) and
- * the transport hands the message over in the two steps above, which
- * alone are complete. */
+/* Optional shortcut for a message whose payload is all in memory at once
+ * (hdr decoded; its fields need not be). If it is a plain eager message
+ * (XDEV_MSG_EAGER) and a posted receive matches it, the core copies the
+ * payload there and completes the receive (1); otherwise nothing happens
+ * (0) and the transport hands the message over in the two steps above,
+ * which alone are complete. */
 int xdev_core_rx_whole(xdev_t *dev, int peer, const xdev_hdr_t *hdr, const void *payload,
                        size_t len);
 /* A queued op is done (err == XDEV_OK) or failed (XDEV_ERR_PEER). */

@@ -1,10 +1,11 @@
 /*
  * shm_rx.c - receiving: the records of a peer's ring handed to the core.
  *
- * A plain eager message that is all in one record goes straight into its
- * posted receive (xdev_core_rx_whole) where there is one. Otherwise a
- * start record's head goes to xdev_core_rx_begin, which says where the
- * payload belongs; each record's payload is copied straight there (the
+ * A message that is all in one record is offered to the core whole
+ * (xdev_core_rx_whole), which takes a plain eager one straight into its
+ * posted receive where there is one. Otherwise a start record's head goes
+ * to xdev_core_rx_begin, which says where the payload belongs; each
+ * record's payload is copied straight there (the
  * first dst_len bytes of the message; the rest is read and dropped) and
  * the record released at once, so a long message streams through the ring.
  * When the core defers a message, its start record stays in the ring and
@@ -70,10 +71,10 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     }
     if (p->txq_head && !p->proven && !p->gone)
         shm_flush(tp, p);
-    /* The usual message, all in this record, goes straight into the
-     * receive posted for it, if there is one. */
+    /* A message all in this record may go straight into the receive
+     * posted for it (the core says whether it does). */
     size_t chunk = body - 8 - head_len;
-    if (rx->head.hdr.type == XDEV_MSG_EAGER && chunk == len &&
+    if (chunk == len &&
         xdev_core_rx_whole(tp->dev, p->rank, &rx->head.hdr, b + 8 + head_len, chunk)) {
         rx->unexpected = false;
         shm_rx_release(&p->rx, ctrl);
