@@ -31,7 +31,7 @@ size_t xdev_wire_encode(const xdev_head_t *h, uint8_t out[XDEV_HEAD_MAX])
     xdev_put_le32(out + 12, (uint32_t)h->hdr.ctx);
     xdev_put_le32(out + 16, h->hdr.type);
     int n = xdev_wire_nfields(h->hdr.type);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && i < XDEV_MAX_FIELDS; i++) /* (n never exceeds it; says so to gcc) */
         xdev_put_le64(out + XDEV_HDR_BYTES + 8 * i, h->f[i]);
     return XDEV_HDR_BYTES + 8 * (size_t)(n < 0 ? 0 : n);
 }

@@ -5,9 +5,9 @@
  * (xdev_core_rx_whole), which takes a plain eager one straight into its
  * posted receive where there is one. Otherwise a start record's head goes
  * to xdev_core_rx_begin, which says where the payload belongs; each
- * record's payload is copied straight there (the
- * first dst_len bytes of the message; the rest is read and dropped) and
- * the record released at once, so a long message streams through the ring.
+ * record's payload is copied straight there (the first dst_len bytes of
+ * the message; the rest is read and dropped) and the record released at
+ * once, so a long message streams through the ring.
  * When the core defers a message, its start record stays in the ring and
  * the ring is not read until ops->resume gives the payload a place; the
  * copying then happens in the next progress call, not inside resume.
