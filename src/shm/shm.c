@@ -4,8 +4,8 @@
  *
  * Tuning (environment):
  *   XDEV_SHM_RING     data bytes of each ring (k/m suffixes; a power of two
- *                     is taken below it). Default: 1 MiB, less when more
- *                     than 8 ranks share the host (see ring_bytes_for).
+ *                     is taken below it). Default: 2 MiB, less when more
+ *                     than 5 ranks share the host (see ring_bytes_for).
  *   XDEV_SHM_CMA_MIN  smallest rendezvous the receiver fetches with
  *                     process_vm_readv instead of the pipelined double copy
  *                     (k/m/g suffixes, or "never"). 0 forces it always.
@@ -18,10 +18,11 @@
 #include "shm.h"
 
 /* Measured with 4 MiB messages (2 ranks, EPYC with 1 MiB L2 per core and
- * a 32 MiB L3): 512 KiB rings reach about 12 GB/s, 1 MiB rings 25-30,
- * larger ones no more; a deeper pipeline lets each side copy while the
- * other does, a ring past the L2 only adds misses. */
-#define RING_MAX_BYTES (1024u * 1024)
+ * a 32 MiB L3): 512 KiB rings reach about 12 GB/s, 1 MiB rings 25-30 in
+ * the VM's slow mode; in its fast mode 1 MiB rings reach 50-54 GB/s and
+ * 2 MiB rings, with the long fragments they allow (shm_ring.c), 2-4%
+ * more. A deeper pipeline lets each side copy while the other does. */
+#define RING_MAX_BYTES (2048u * 1024)
 #define RING_MIN_BYTES (64u * 1024)
 #define RING_BUDGET (8u * 1024 * 1024) /* rings into one rank, in all */
 /* Where process_vm_readv takes over from the ring. Measured on the same

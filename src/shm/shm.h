@@ -128,7 +128,7 @@ int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remo
 bool shm_ring_push(shm_txring_t *r, xdev_txop_t *op);
 /* The whole op as one record now, or nothing written (false). */
 bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op);
-size_t shm_ring_frag_max(size_t ring_bytes);
+void shm_ring_set_frags(shm_txring_t *r); /* from r->size */
 
 /* shm_tx.c */
 int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);

@@ -95,7 +95,9 @@ typedef struct shm_txring {
     uint64_t head_seen; /* the consumer's head when last read */
     uint64_t zeroed;    /* each line in [tail, zeroed) starts with a 0 word */
     uint64_t empty_check_at; /* tail at which to look again whether the ring is empty */
-    size_t frag_max;    /* largest record body we write */
+    size_t frag_max;    /* largest whole message, and the fragments at
+                         * either end of a longer one */
+    size_t frag_long;   /* largest fragment, in the middle of a long message */
 } shm_txring_t;
 
 /* The consumer's private view of a ring in our own segment. */

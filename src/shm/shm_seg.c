@@ -195,7 +195,7 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     p->tx.mask = h->ring_bytes - 1;
     p->tx.zeroed = h->ring_bytes; /* a new segment is all zeros */
     prefault(p->tx.data, h->ring_bytes);
-    p->tx.frag_max = shm_ring_frag_max(h->ring_bytes);
+    shm_ring_set_frags(&p->tx);
     p->pid = h->owner_pid;
     p->pidfd = xdev_pidfd_open(p->pid);
     p->eager_limit = (size_t)h->eager_limit;

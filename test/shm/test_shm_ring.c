@@ -13,6 +13,8 @@
  *     handed back in order;
  *   - a ring the reader keeps empty starts over at the front past
  *     SHM_HOT_BYTES, one that holds unread records does not;
+ *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
+ *     fragments and grow longer ones in between;
  *   - records a broken peer could write (bad control words, a fragment
  *     where a message starts, a start inside a message, unknown types,
  *     more payload than announced, a head cut short) each fail the peer
@@ -171,8 +173,8 @@ static void loop_init(loop_t *l, size_t ring, bool garbage)
     l->peer.rank = 1;
     l->peer.pidfd = -1;
     l->peer.tx = (shm_txring_t){ .data = l->data, .ctl = l->ctl, .size = ring,
-                                 .mask = ring - 1, .frag_max = shm_ring_frag_max(ring),
-                                 .zeroed = garbage ? SHM_LINE : ring };
+                                 .mask = ring - 1, .zeroed = garbage ? SHM_LINE : ring };
+    shm_ring_set_frags(&l->peer.tx);
     l->peer.rx = (shm_rxring_t){ .data = l->data, .ctl = l->ctl, .size = ring, .mask = ring - 1 };
 }
 
@@ -332,6 +334,77 @@ static void run_start_over(void)
     loop_free(&l);
 }
 
+/* One in 40 messages 1-3 MiB long, the rest short. */
+static size_t pick_long(size_t ring)
+{
+    (void)ring;
+    return rnd() % 40 ? rnd() % 200 : (1u << 20) + rnd() % (2u << 20);
+}
+
+/* What the records written since the last call say about the fragments
+ * of each message: walked in the ring behind the producer's tail, which
+ * nothing overwrites before the next lap. */
+typedef struct frag_walk {
+    uint64_t pos;  /* next record to look at */
+    int msg;       /* message the next fragment belongs to */
+    size_t got;    /* its payload bytes seen so far */
+    size_t first, last, largest; /* its fragments' payload bytes */
+} frag_walk_t;
+
+static void walk_records(loop_t *l, frag_walk_t *w)
+{
+    const shm_txring_t *r = &l->peer.tx;
+    for (uint64_t ctrl; w->pos < r->tail; w->pos += shm_rec_size(ctrl & SHM_REC_BYTES)) {
+        memcpy(&ctrl, r->data + (w->pos & r->mask), 8);
+        if (ctrl & SHM_REC_PAD)
+            continue;
+        size_t chunk = ctrl & SHM_REC_BYTES;
+        if (ctrl & SHM_REC_START) {
+            chunk -= 8 + msgs[w->msg].op.head_len;
+            w->first = chunk;
+            w->largest = 0;
+        }
+        w->got += chunk;
+        w->last = chunk;
+        w->largest = chunk > w->largest ? chunk : w->largest;
+        CHECK(chunk <= r->frag_long, "message %d: a fragment of %zu bytes, over %zu", w->msg,
+              chunk, r->frag_long);
+        if (w->got < msgs[w->msg].len)
+            continue;
+        const expect_t *m = &msgs[w->msg];
+        CHECK(w->first <= r->frag_max && w->last <= r->frag_max,
+              "message %d of %zu bytes: first fragment %zu, last %zu, over %zu", w->msg, m->len,
+              w->first, w->last, r->frag_max);
+        CHECK(m->len < (1u << 20) || w->largest > r->frag_max,
+              "message %d of %zu bytes: no fragment over %zu", w->msg, m->len, r->frag_max);
+        w->msg++;
+        w->got = 0;
+    }
+}
+
+/* In a ring large enough for long fragments, a long message begins and
+ * ends with short fragments and grows them in between, never past
+ * frag_long; everything arrives whole, truncated or deferred as asked. */
+static void run_long_fragments(void)
+{
+    const size_t ring = 1u << 20;
+    loop_t l;
+    loop_init(&l, ring, true);
+    CHECK(l.peer.tx.frag_long > l.peer.tx.frag_max, "a %zu-byte ring has no long fragments",
+          ring);
+    make_msgs(ring, pick_long, true);
+    frag_walk_t w = { 0 };
+    int sent = 0, spins = 0;
+    while (next_rx < NMSG && !l.peer.failed && spins++ < 1000 * 1000) {
+        sent = pump(&l, sent, 1);
+        walk_records(&l, &w);
+    }
+    CHECK(w.msg == NMSG, "the records walked end %d messages in, not %d", w.msg, NMSG);
+    check_all_arrived(&l, ring, 1);
+    free_msgs();
+    loop_free(&l);
+}
+
 /* ---- what a broken peer could write ---- */
 
 static uint8_t *rec_at(loop_t *l, size_t off, uint64_t ctrl)
@@ -445,6 +518,7 @@ int main(int argc, char **argv)
         for (size_t b = 0; b < 3; b++)
             run_traffic(rings[r], bursts[b]);
     run_start_over();
+    run_long_fragments();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
