@@ -149,12 +149,23 @@ static void prepare(xdev_txop_t *op)
     xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - IBV_PREFIX, op->head_len + op->payload_len);
 }
 
+/* A peer we send to is one we want: only then does a keepalive tell us
+ * of its death when no pidfd can (ibv_keepalive). A connection that the
+ * peer asked for is up before our first send to it, so the send itself
+ * must say so; ibv_want_peer does nothing more for a connected peer. */
+static void want(xdev_tp_t *tp, ibv_peer_t *p, int peer)
+{
+    if (!p->wanted)
+        ibv_want_peer(tp, peer);
+}
+
 /* The whole op in one post (inline, or one send buffer) now, or nothing. */
 int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 {
     ibv_peer_t *p = &tp->peers[peer];
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
+    want(tp, p, peer);
     if (p->txq_head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
         return 0;
     prepare(op);
@@ -170,6 +181,7 @@ int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     ibv_peer_t *p = &tp->peers[peer];
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
+    want(tp, p, peer);
     prepare(op);
     if (!p->txq_head && sendable(p) && push(tp, p, peer, op))
         return 1;
@@ -178,8 +190,6 @@ int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     else
         p->txq_head = op;
     p->txq_tail = op;
-    if (p->state == PEER_IDLE || p->state == PEER_CONNECTING)
-        ibv_want_peer(tp, peer);
     ibv_tx_kick(tp, p);
     return 0;
 }
