@@ -5,7 +5,9 @@
  * (N >= 4) with XDEV_TEST_OUT set. Rank 3 (the victim) first receives a
  * hello from ranks 1 and 2, so their connections to it are established and
  * the kill breaks live connections; then it sends its pid to rank 0 and
- * sleeps without calling xdev. Rank 0 kills it with SIGKILL once
+ * sleeps without calling xdev (ranks 1 and 2 make progress for 0.3 s before
+ * their hello, so that a connection the victim asked for is up before
+ * they first send to it). Rank 0 kills it with SIGKILL once
  *   rank 0 has an irecv from 3 posted,
  *   rank 1 has a 16 MiB (rendezvous) isend to 3 in flight,
  *   rank 2 has an issend to 3 pending,
@@ -157,8 +159,19 @@ int main(void)
                 REQUIRE_RC(xdev_send(dev, &t_kill, sizeof t_kill, r, TAG_KILLED, CTX), XDEV_OK);
         expect_peer_failure(&never_req, "rank 0's irecv from the victim", t_kill);
     } else {
-        if (rank == 1 || rank == 2)
+        if (rank == 1 || rank == 2) {
+            /* Make progress for a while first: a transport that connects on
+             * demand then has the connection the victim asked for (by
+             * posting its receive from us) up before our first send to it,
+             * and that send must still make the victim one whose death we
+             * watch for (ibv with pidfds off: keepalives). */
+            double until = fault_now() + 0.3;
+            while (fault_now() < until) {
+                int found;
+                REQUIRE_RC(xdev_iprobe(dev, XDEV_ANY_SOURCE, TAG_NEVER, CTX, &found, &st), XDEV_OK);
+            }
             REQUIRE_RC(xdev_send(dev, "hello", 6, VICTIM, TAG_HELLO, CTX), XDEV_OK);
+        }
         if (rank == 1) {
             big = malloc(BIG);
             REQUIRE(big != NULL, "malloc");
