@@ -149,13 +149,16 @@ int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_
     return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE), &req, st);
 }
 
-static void fill_probe_status(const uxmsg_t *e, xdev_status_t *st)
+/* A message its dead sender could not complete is found as what the
+ * receive that takes it will get: XDEV_ERR_PEER and no bytes. */
+static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *st)
 {
+    bool lost = proto_lost(d, e);
     st->source = e->src;
     st->tag = e->tag;
     st->ctx = e->ctx;
-    st->count = e->len;
-    st->error = XDEV_OK;
+    st->count = lost ? 0 : e->len;
+    st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 
 int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t *st)
@@ -170,7 +173,7 @@ int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t 
     }
     *found = e != NULL;
     if (e)
-        fill_probe_status(e, st);
+        fill_probe_status(d, e, st);
     dev_unlock(d);
     return XDEV_OK;
 }
@@ -195,9 +198,9 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
     progress_until(d, probe_done, &a);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e)
-        fill_probe_status(e, st);
+        fill_probe_status(d, e, st);
     dev_unlock(d);
-    return e ? XDEV_OK : XDEV_ERR_PEER;
+    return e ? st->error : XDEV_ERR_PEER;
 }
 
 static bool cq_nonempty(xdev_t *d, void *arg)

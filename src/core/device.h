@@ -37,6 +37,10 @@ enum req_flag {
     F_PRIVATE = 1 << 5, /* a blocking call's own: never on the completion
                          * queue, so xdev_peek cannot hand it to another
                          * thread */
+    F_OPEN = 1 << 6,    /* a matched rendezvous receive: on its sender's
+                         * open list (peer_t) until its data is in */
+    F_HELD = 1 << 7,    /* a receive whose data is in, held back on its
+                         * sender's held list behind an open one */
 };
 
 /* What a txop carries (xdev_txop_t.owner). */
@@ -50,14 +54,23 @@ typedef struct xreq {
     uint64_t magic;       /* REQ_MAGIC while active; cleared when reaped */
     xdev_t *dev;
     uint64_t id;          /* handle peers use to name this request */
-    struct xreq *cq_prev, *cq_next;
+    /* A completed request is on the completion queue; a receive is on its
+     * sender's open or held list (F_OPEN, F_HELD) before it completes. */
+    union {
+        struct { struct xreq *cq_prev, *cq_next; };
+        struct { struct xreq *pl_prev, *pl_next; };
+    };
     void *buf;
     size_t len;
     int peer, tag, ctx;
     uint8_t kind, phase;
     uint8_t flags;
     uint8_t rndz_mode;    /* XDEV_RNDZ_* a rendezvous send asked for */
-    uint64_t seq;         /* posting order, for wildcard fairness */
+    union {
+        uint64_t seq;     /* posted: posting order, for wildcard fairness */
+        uint64_t arrival; /* matched: the message's place in its sender's
+                           * stream (peer_t.arrivals) */
+    };
     xdev_mnode_t mnode;   /* posted-queue link */
     uint64_t remote_id;   /* the peer's request id */
     xdev_status_t status;
@@ -85,6 +98,8 @@ enum ux_state {
     UX_ARRIVING, /* payload being placed into data */
     UX_READY,    /* complete: eager data buffered, or a rendezvous offer */
     UX_DEFERRED, /* payload still with the transport (or a self sender) */
+    UX_LOST,     /* its sender died before it could arrive whole: the
+                  * receive that matches it fails with XDEV_ERR_PEER */
 };
 
 /* An unexpected message: arrived before a receive matched it. */
@@ -94,6 +109,7 @@ typedef struct uxmsg {
     int src, tag, ctx;
     uint32_t type;
     uint8_t state;
+    uint64_t arrival;            /* place in its sender's stream */
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
     uint64_t remote_id;          /* sender's request id (sync, rendezvous) */
@@ -107,10 +123,24 @@ typedef struct uxmsg {
     xreq_t *self_sreq;           /* deferred send to self */
 } uxmsg_t;
 
+/*
+ * What a receiver has of a sender is always a prefix of what it sent, also
+ * when the sender dies: receives of one sender's messages complete in the
+ * order the messages arrived. A message is numbered as it arrives
+ * (arrivals); a matched rendezvous receive stays on `open` until its data
+ * is in, and a later message's receive that is done meanwhile waits on
+ * `held`. When the sender dies, the first message that cannot be completed
+ * is the cut: it and everything after it fail (proto.c).
+ */
 typedef struct peer {
     bool dead;
     uint8_t tp;         /* index into xdev.tps of the transport serving it */
     size_t eager_limit; /* largest eager message the peer may send us */
+    uint64_t arrivals;  /* messages (eager, rendezvous offers) it sent us */
+    uint64_t cut;       /* arrival number of its first lost message, or
+                         * UINT64_MAX while nothing is lost */
+    struct xreq *open;  /* by arrival: see above */
+    struct xreq *held;
 } peer_t;
 
 #define XDEV_MAX_TRANSPORTS 2
@@ -195,9 +225,20 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
+/* Is e a message its dead sender could not complete (see
+ * xdev_core_peer_failed)? A receive or probe that finds it fails. */
+bool proto_lost(const xdev_t *d, const uxmsg_t *e);
 void proto_drop_unexpected(xdev_t *d);
 /* End r's exposure of its buffer, if it has one (when r completes). */
 void proto_release_mem(xdev_t *d, xreq_t *r);
+
+/* recv_order.c: a receive from a peer completes through these, so that
+ * one sender's receives complete in arrival order (see peer_t). */
+void order_open(xdev_t *d, xreq_t *r);            /* matched rendezvous */
+void order_done(xdev_t *d, xreq_t *r);            /* its data is in */
+void order_fail(xdev_t *d, xreq_t *r, int err);   /* it failed */
+uint64_t order_first_open(const peer_t *p);       /* UINT64_MAX if none */
+void order_sender_failed(xdev_t *d, int peer);    /* fail its open and held */
 
 /* progress.c */
 void progress_once(xdev_t *d);

@@ -276,7 +276,7 @@ static int start_rma(xdev_t *d, xreq_t *r, int peer)
 static void rndz_read_done(xdev_t *d, xreq_t *r)
 {
     send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_RNDZ_END, r->remote_id);
-    req_complete(d, r, XDEV_OK);
+    order_done(d, r);
 }
 
 /* Sender: the data is in the receiver's buffer, written by rma; say so. */
@@ -301,6 +301,7 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
     int peer = r->status.source;
     const xdev_tp_ops_t *ops = peer_ops(d, peer);
     r->remote_id = sreq;
+    order_open(d, r);
     if (mode == XDEV_RNDZ_READ) {
         if (!r->status.count) {
             rndz_read_done(d, r);
@@ -331,7 +332,7 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
     r->phase = PH_WAIT_DATA;
     int rc = send_ctl(d, peer, &h);
     if (rc != XDEV_OK)
-        req_complete(d, r, rc);
+        order_fail(d, r, rc);
 }
 
 /* Sender: offer s's data with RNDZ_START, exposing the buffer for the
@@ -457,10 +458,24 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
 
 /* ---- receiving ---- */
 
-/* r (already accepted, status filled) took unexpected entry e. */
+bool proto_lost(const xdev_t *d, const uxmsg_t *e)
+{
+    return e->state == UX_LOST || (e->src != d->rank && e->arrival > d->peers[e->src].cut);
+}
+
+/* r took unexpected entry e. */
 static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
 {
+    if (proto_lost(d, e)) {
+        r->status.source = e->src;
+        r->status.tag = e->tag;
+        r->status.count = 0;
+        req_complete(d, r, XDEV_ERR_PEER);
+        ux_free(d, e);
+        return;
+    }
     size_t n = recv_accept(r, e->src, e->tag, e->len);
+    r->arrival = e->arrival;
     ux_dequeue(d, e);
     if (e->state == UX_ARRIVING) {
         e->rreq = r; /* finished in xdev_core_rx_end */
@@ -479,11 +494,14 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
         const void *src = e->self_sreq ? e->self_sreq->buf : e->data;
         if (n)
             memcpy(r->buf, src, n);
-        if (e->self_sreq)
+        if (e->self_sreq) {
             req_complete(d, e->self_sreq, XDEV_OK);
-        else if (e->type == XDEV_MSG_EAGER_SYNC)
-            send_control(d, e->src, e->tag, e->ctx, XDEV_MSG_SYNC_ACK, e->remote_id);
-        req_complete(d, r, XDEV_OK);
+            req_complete(d, r, XDEV_OK);
+        } else {
+            if (e->type == XDEV_MSG_EAGER_SYNC)
+                send_control(d, e->src, e->tag, e->ctx, XDEV_MSG_SYNC_ACK, e->remote_id);
+            order_done(d, r);
+        }
     }
     ux_free(d, e);
 }
@@ -534,10 +552,15 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     size_t msglen = offer ? rx->head.f[1] : rx->len;
     if (d->finalizing)
         return XDEV_RX_DELIVER; /* nobody will receive it: discard */
+    peer_t *p = &d->peers[peer];
+    if (p->cut != UINT64_MAX)
+        return XDEV_ERR_PEER; /* its stream broke: nothing after it counts */
+    uint64_t arrival = ++p->arrivals;
 
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
     if (r) {
         size_t n = recv_accept(r, peer, h->tag, msglen);
+        r->arrival = arrival;
         if (offer) {
             rndz_accept(d, r, rx->head.f[0], (int)rx->head.f[2], rx->head.f[3], rx->head.f[4]);
             return XDEV_RX_DELIVER;
@@ -555,6 +578,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     uxmsg_t *e = ux_new(peer, h->tag, h->ctx, h->type, msglen, rx->head.f[0]);
     if (!e)
         return XDEV_ERR_NOMEM;
+    e->arrival = arrival;
     if (offer) {
         e->rndz_mode = (uint8_t)rx->head.f[2];
         e->remote_addr = rx->head.f[3];
@@ -652,7 +676,7 @@ static int rx_rndz_written(xdev_t *d, int peer, const xdev_rx_t *rx)
     if (!r || r->kind != REQ_RECV || r->phase != PH_WAIT_DATA || r->status.source != peer ||
         !(r->flags & F_MEM))
         return XDEV_ERR_PEER;
-    req_complete(d, r, XDEV_OK);
+    order_done(d, r);
     return XDEV_RX_DELIVER;
 }
 
@@ -701,17 +725,19 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *payload, size_t len)
 {
     /* Anything the two steps would reject or treat specially goes there. */
-    if (h->type != XDEV_MSG_EAGER || !head_ok(d, peer, h) || len > d->peers[peer].eager_limit ||
-        d->finalizing)
+    peer_t *p = &d->peers[peer];
+    if (h->type != XDEV_MSG_EAGER || !head_ok(d, peer, h) || len > p->eager_limit ||
+        d->finalizing || p->open || p->cut != UINT64_MAX)
         return 0;
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
     if (!r)
         return 0;
     d->activity++;
     size_t n = recv_accept(r, peer, h->tag, len);
+    r->arrival = ++p->arrivals;
     if (n)
         memcpy(r->buf, payload, n);
-    req_complete(d, r, XDEV_OK);
+    req_complete(d, r, XDEV_OK); /* nothing is open from p: in order */
     return 1;
 }
 
@@ -721,7 +747,7 @@ static void recv_filled(xdev_t *d, xreq_t *r)
     if ((r->flags & F_SYNC) && !d->peers[r->status.source].dead)
         send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_SYNC_ACK,
                      r->remote_id);
-    req_complete(d, r, XDEV_OK);
+    order_done(d, r);
 }
 
 void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
@@ -781,7 +807,9 @@ void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
 {
     d->activity++;
     xreq_t *r = (xreq_t *)(void *)((char *)op - offsetof(xreq_t, rma));
-    if (err != XDEV_OK)
+    if (err != XDEV_OK && r->kind == REQ_RECV)
+        order_fail(d, r, err);
+    else if (err != XDEV_OK)
         req_complete(d, r, err);
     else if (r->kind == REQ_SEND)
         rndz_written(d, r);
@@ -806,23 +834,70 @@ static bool waits_on(const xreq_t *r, int peer)
     return r->status.source == peer;
 }
 
+/* Could a receive take e whole now? */
+static bool ux_complete(const uxmsg_t *e)
+{
+    return e->state == UX_READY && e->type != XDEV_MSG_RNDZ_START && !e->rreq;
+}
+
+/* e's sender died before e could be completed: it will never be resumed
+ * (its transport let go of it) and its memory goes back. */
+static void ux_lose(xdev_t *d, uxmsg_t *e)
+{
+    if (e->state == UX_DEFERRED)
+        d->ux_deferred--;
+    d->ux_bytes -= e->charge;
+    e->charge = 0;
+    free(e->data);
+    e->data = NULL;
+    e->state = UX_LOST;
+}
+
+/*
+ * The prefix rule: of a sender that died, whole messages stay receivable
+ * in the order it sent them up to the first one that can no longer be
+ * completed (the cut: a rendezvous under way, or an unexpected message not
+ * all here). That one's receive fails with XDEV_ERR_PEER: if no receive
+ * has matched it yet, it stays queued as a lost marker for the receive
+ * that will. Everything after it is dropped, and every later receive
+ * naming the sender fails.
+ */
 void xdev_core_peer_failed(xdev_t *d, int peer)
 {
-    if (d->peers[peer].dead)
+    peer_t *p = &d->peers[peer];
+    if (p->dead)
         return;
-    d->peers[peer].dead = true;
-    /* Messages from it that had not fully arrived are lost with it; the
-     * ones that did arrive stay receivable. */
+    p->dead = true;
+    uint64_t cut = p->cut < order_first_open(p) ? p->cut : order_first_open(p);
+    for (uxmsg_t *e = d->ux_head; e; e = e->next)
+        if (e->src == peer && !ux_complete(e) && e->arrival < cut)
+            cut = e->arrival;
+    p->cut = cut;
+    order_sender_failed(d, peer);
+
+    /* First take every entry past the cut out of the deferred set, so that
+     * freeing memory below resumes none of them. */
+    bool freed = false;
+    for (uxmsg_t *e = d->ux_head; e; e = e->next) {
+        if (e->src == peer && e->arrival >= cut && e->state != UX_LOST) {
+            freed |= e->charge != 0;
+            ux_lose(d, e);
+        }
+    }
     uxmsg_t *next;
     for (uxmsg_t *e = d->ux_head; e; e = next) {
         next = e->next;
-        if (e->src != peer || (e->state == UX_READY && e->type != XDEV_MSG_RNDZ_START))
+        if (e->src != peer || e->arrival < cut || (e->arrival == cut && !e->rreq))
             continue;
-        if (e->rreq)
+        if (e->rreq) {
+            e->rreq->status.count = 0;
             req_complete(d, e->rreq, XDEV_ERR_PEER);
+        }
         ux_free(d, e);
-        next = d->ux_head; /* ux_free may have resumed others; rescan */
     }
+    if (freed && d->ux_deferred)
+        ux_retry_deferred(d);
+
     for (uint32_t i = 0; i < d->nslots; i++) {
         xreq_t *r = d->slots[i].req;
         if (!r || !waits_on(r, peer))
@@ -830,6 +905,8 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
         if (r->phase == PH_RECV_POSTED) {
             xdev_mtable_remove(&d->posted, &r->mnode);
             d->posted_wild[wild_kind(r->peer, r->tag)]--;
+        } else if (r->kind == REQ_RECV) {
+            r->status.count = 0;
         }
         req_complete(d, r, XDEV_ERR_PEER);
     }

@@ -34,8 +34,10 @@ static xdev_t *new_dev(void)
     d->peers = calloc(3, sizeof *d->peers);
     if (!d->peers)
         exit(2);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         d->peers[i].eager_limit = LIMIT;
+        d->peers[i].cut = UINT64_MAX;
+    }
     return d;
 }
 

@@ -1,0 +1,237 @@
+/*
+ * test_prefix.c - what a receiver has of a sender that dies is a prefix of
+ * what it sent. Messages are fed to the core through the transport seam
+ * (xdev_core_rx_begin/_end, xdev_core_peer_failed) by a fake transport
+ * that sends every control message at once, so each case is exact:
+ *  - an unexpected rendezvous offer whose data can no longer come fails the
+ *    receive that takes it (named or wildcard) and probes report it; an
+ *    eager message that arrived after it is never delivered;
+ *  - whole messages before the cut stay receivable after the death;
+ *  - a later eager message whose receive is done while an earlier
+ *    rendezvous from the same sender is under way completes only after it,
+ *    and fails with it when the sender dies.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+
+static int failures;
+#define CHECK(c)                                                        \
+    do {                                                                \
+        if (!(c)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+            failures++;                                                 \
+        }                                                               \
+    } while (0)
+
+enum { ME = 0, PEER = 1, CTX = 3, BIG = 1000 };
+
+static int fake_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+{
+    (void)tp, (void)peer, (void)op;
+    return 1; /* on the wire at once */
+}
+static void fake_watch(xdev_tp_t *tp, int peer) { (void)tp, (void)peer; }
+static const xdev_tp_ops_t fake_ops = { .name = "fake", .send = fake_send, .watch = fake_watch };
+
+static xdev_t *new_dev(void)
+{
+    xdev_t *d = calloc(1, sizeof *d);
+    if (!d || req_table_init(d) || xdev_mtable_init(&d->posted) || xdev_mtable_init(&d->unexpected))
+        exit(2);
+    d->rank = ME;
+    d->size = 2;
+    d->flags = XDEV_FLAG_SINGLE_THREAD;
+    d->cfg.unexpected_limit = 1 << 20;
+    d->cfg.eager_limit = 64;
+    d->tps[0].ops = &fake_ops;
+    d->ntps = 1;
+    d->peers = calloc(2, sizeof *d->peers);
+    if (!d->peers)
+        exit(2);
+    for (int i = 0; i < 2; i++) {
+        d->peers[i].eager_limit = 64;
+        d->peers[i].cut = UINT64_MAX;
+    }
+    return d;
+}
+
+static void free_dev(xdev_t *d)
+{
+    while (d->ux_head) {
+        uxmsg_t *e = d->ux_head;
+        d->ux_head = e->next;
+        free(e->data);
+        free(e);
+    }
+    xdev_mtable_destroy(&d->posted);
+    xdev_mtable_destroy(&d->unexpected);
+    req_table_destroy(d);
+    free(d->peers);
+    free(d);
+}
+
+/* One message from PEER through both steps of the seam. */
+static void arrive(xdev_t *d, uint32_t type, int tag, const void *payload, size_t len,
+                   uint64_t f0, uint64_t f1)
+{
+    xdev_rx_t rx;
+    memset(&rx, 0, sizeof rx);
+    rx.head.hdr = (xdev_hdr_t){ .src = PEER, .dst = ME, .tag = tag, .ctx = CTX, .type = type };
+    rx.head.f[0] = f0;
+    rx.head.f[1] = f1;
+    rx.head.f[2] = XDEV_RNDZ_SEND;
+    rx.len = len;
+    CHECK(xdev_core_rx_begin(d, PEER, NULL, &rx) == XDEV_RX_DELIVER);
+    if (rx.dst_len)
+        memcpy(rx.dst, payload, rx.dst_len);
+    xdev_core_rx_end(d, &rx);
+}
+
+static void offer(xdev_t *d, int tag) { arrive(d, XDEV_MSG_RNDZ_START, tag, NULL, 0, 77, BIG); }
+static void eager(xdev_t *d, int tag, const char *s) { arrive(d, XDEV_MSG_EAGER, tag, s, strlen(s), 0, 0); }
+
+static void post(xdev_t *d, xreq_t *r, void *buf, size_t len, int src, int tag)
+{
+    CHECK(req_start(d, r, REQ_RECV, buf, len, src, tag, CTX) == XDEV_OK);
+    CHECK(proto_recv(d, r) == XDEV_OK);
+}
+
+static void reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
+{
+    CHECK(r->phase == PH_DONE);
+    req_reap(d, r, st);
+}
+
+static void test_lost_offer(void)
+{
+    xdev_t *d = new_dev();
+    offer(d, 1);
+    eager(d, 2, "later");
+    xdev_core_peer_failed(d, PEER);
+
+    /* a probe finds the offer, as the receive that takes it will */
+    uxmsg_t *e = proto_probe(d, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX);
+    CHECK(e && e->tag == 1 && proto_lost(d, e));
+    CHECK(!proto_probe(d, PEER, 2, CTX)); /* the later message is gone */
+
+    char buf[BIG];
+    xreq_t r;
+    xdev_status_t st;
+    post(d, &r, buf, sizeof buf, PEER, 2);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+
+    post(d, &r, buf, sizeof buf, XDEV_ANY_SOURCE, XDEV_ANY_TAG);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.source == PEER && st.tag == 1 && st.count == 0);
+
+    post(d, &r, buf, sizeof buf, PEER, XDEV_ANY_TAG);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER);
+    CHECK(d->ux_head == NULL && d->ux_bytes == 0);
+    free_dev(d);
+}
+
+static void test_prefix_kept(void)
+{
+    xdev_t *d = new_dev();
+    eager(d, 5, "first");
+    eager(d, 6, "second");
+    offer(d, 7);
+    eager(d, 8, "after");
+    xdev_core_peer_failed(d, PEER);
+
+    char buf[BIG];
+    xreq_t r;
+    xdev_status_t st;
+    post(d, &r, buf, sizeof buf, PEER, 6); /* a whole message before the cut */
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_OK && st.count == 6 && memcmp(buf, "second", 6) == 0);
+    post(d, &r, buf, sizeof buf, PEER, XDEV_ANY_TAG);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_OK && st.tag == 5 && memcmp(buf, "first", 5) == 0);
+    post(d, &r, buf, sizeof buf, PEER, XDEV_ANY_TAG);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.tag == 7);
+    post(d, &r, buf, sizeof buf, PEER, 8);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    free_dev(d);
+}
+
+/* r1 takes a rendezvous, r2 a later eager message from the same sender. */
+static void two_matched(xdev_t *d, xreq_t *r1, char *b1, xreq_t *r2, char *b2)
+{
+    post(d, r1, b1, BIG, PEER, 1);
+    post(d, r2, b2, 16, PEER, 2);
+    offer(d, 1);
+    CHECK(r1->phase == PH_WAIT_DATA);
+    eager(d, 2, "overtaker");
+    CHECK(r2->phase != PH_DONE && d->cq_head == NULL); /* held behind r1 */
+}
+
+static void test_held_then_released(void)
+{
+    xdev_t *d = new_dev();
+    static char b1[BIG], b2[16], data[BIG];
+    memset(data, 0x5a, sizeof data);
+    xreq_t r1, r2;
+    two_matched(d, &r1, b1, &r2, b2);
+    arrive(d, XDEV_MSG_RNDZ_DATA, 1, data, BIG, r1.id, 0);
+    CHECK(req_cq_pop(d) == &r1 && req_cq_pop(d) == &r2); /* in arrival order */
+    xdev_status_t st;
+    reap(d, &r1, &st);
+    CHECK(st.error == XDEV_OK && st.count == BIG && memcmp(b1, data, BIG) == 0);
+    reap(d, &r2, &st);
+    CHECK(st.error == XDEV_OK && st.count == 9 && memcmp(b2, "overtaker", 9) == 0);
+    CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
+    free_dev(d);
+}
+
+static void test_held_then_death(void)
+{
+    xdev_t *d = new_dev();
+    static char b1[BIG], b2[16];
+    xreq_t r1, r2;
+    two_matched(d, &r1, b1, &r2, b2);
+    xdev_core_peer_failed(d, PEER);
+    xdev_status_t st;
+    reap(d, &r1, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    reap(d, &r2, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
+    free_dev(d);
+}
+
+/* A receive that took an earlier message completes at once: nothing
+ * before it is under way. */
+static void test_earlier_not_held(void)
+{
+    xdev_t *d = new_dev();
+    static char b1[BIG], b2[16], data[BIG];
+    eager(d, 2, "early");           /* unexpected, before the offer */
+    xreq_t r1, r2;
+    post(d, &r1, b1, BIG, PEER, 1);
+    offer(d, 1);
+    post(d, &r2, b2, sizeof b2, PEER, 2);
+    CHECK(r2.phase == PH_DONE);      /* not held behind the later offer */
+    arrive(d, XDEV_MSG_RNDZ_DATA, 1, data, BIG, r1.id, 0);
+    CHECK(r1.phase == PH_DONE);
+    reap(d, &r1, NULL);
+    reap(d, &r2, NULL);
+    free_dev(d);
+}
+
+int main(void)
+{
+    test_lost_offer();
+    test_prefix_kept();
+    test_held_then_released();
+    test_held_then_death();
+    test_earlier_not_held();
+    printf("test_prefix: %s\n", failures ? "FAIL" : "PASS");
+    return failures ? 1 : 0;
+}
