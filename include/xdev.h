@@ -30,6 +30,21 @@
  *  - Thread safety: unless the device was created with XDEV_FLAG_SINGLE_THREAD,
  *    any thread may call any function on it at any time. Calls on different
  *    devices never interfere.
+ *  - A peer that dies fails exactly the requests that involve it (sends to
+ *    it, receives naming it, receives that had matched one of its messages)
+ *    with XDEV_ERR_PEER; the device stays usable for everyone else.
+ *  - The prefix rule: what a receiver gets from a sender that died is a
+ *    prefix of what it sent. Its whole messages stay receivable, in the
+ *    order it sent them, up to the first one that can no longer be
+ *    completed (a rendezvous whose data had not all arrived, or a message
+ *    only partly received). The receive that matches that message, whether
+ *    it names the sender or is a wildcard, fails with XDEV_ERR_PEER
+ *    (status.source and status.tag name the message, status.count is 0),
+ *    and so does every later receive naming the sender; nothing it sent
+ *    after that message is ever delivered. To keep this, the receives of
+ *    one sender's messages complete in the order the messages arrived: a
+ *    receive whose message arrived behind a rendezvous from the same
+ *    sender completes after that rendezvous has.
  */
 #ifndef XDEV_H
 #define XDEV_H
@@ -187,7 +202,9 @@ XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int 
  * message fills the buffer and completes with status.error ==
  * XDEV_ERR_TRUNCATE and status.count == len; nothing is written past
  * buf + len. A receive from a specific rank fails with XDEV_ERR_PEER if that
- * rank dies; a wildcard receive is not failed by one peer's death.
+ * rank dies with nothing left for it (see the prefix rule above); a
+ * wildcard receive is not failed by one peer's death, only by taking the
+ * message at which a dead sender's stream was cut.
  * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
  * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
  */
@@ -226,7 +243,10 @@ XDEV_API int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
 XDEV_API int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xdev_status_t *st);
 
 /* Blocking xdev_iprobe. Fails with XDEV_ERR_PEER if src is a specific rank
- * that died with nothing matching left queued from it. */
+ * that died with nothing matching left queued from it, or if the message it
+ * finds is the one at which a dead sender's stream was cut (xdev_iprobe
+ * reports that one as found, with st->error == XDEV_ERR_PEER and
+ * st->count == 0: the receive that takes it will fail). */
 XDEV_API int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
 
 /*
