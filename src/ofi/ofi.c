@@ -61,21 +61,43 @@ static void run_service(xdev_tp_t *tp)
     }
 }
 
+/* Which pool a completion's context came from. An error entry's flags
+ * are no guide: a provider may leave them 0, and a receive buffer taken
+ * for a send context would fail whichever peer its bytes happen to name. */
+static bool is_rxbuf(const xdev_tp_t *tp, const void *ctx)
+{
+    const ofi_rxbuf_t *b = ctx;
+    return b >= tp->rxbufs && b < tp->rxbufs + tp->nrxbufs;
+}
+
+static bool is_txctx(const xdev_tp_t *tp, const void *ctx)
+{
+    const ofi_ctx_t *c = ctx;
+    return c >= tp->ctxs && c < tp->ctxs + tp->nctxs;
+}
+
 static void on_error(xdev_tp_t *tp)
 {
     struct fi_cq_err_entry err;
     memset(&err, 0, sizeof err);
-    if (fi_cq_readerr(tp->cq, &err, 0) != 1 || !err.op_context)
+    if (fi_cq_readerr(tp->cq, &err, 0) != 1)
         return;
-    if (err.flags & FI_RECV) {
+    ofi_say("error completion: %s (prov_errno %d), flags 0x%llx, %s", fi_strerror(err.err),
+            err.prov_errno, (unsigned long long)err.flags,
+            is_rxbuf(tp, err.op_context)   ? "a receive buffer"
+            : is_txctx(tp, err.op_context) ? "a send or rma"
+                                           : "no context of ours");
+    if (is_rxbuf(tp, err.op_context)) {
         /* A frame too long for a buffer (nobody we serve sends one) or a
-         * receive the provider gave up on: the buffer goes back. */
+         * receive the provider gave up on: the buffer goes back. Which
+         * peer it was filling is unknown, and that peer's own sends fail
+         * if it is gone. */
         ofi_rxbuf_t *b = err.op_context;
         b->next = tp->unposted;
         tp->unposted = b;
-        return;
+    } else if (is_txctx(tp, err.op_context)) {
+        ofi_tx_complete(tp, err.op_context, false);
     }
-    ofi_tx_complete(tp, err.op_context, false);
 }
 
 static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
