@@ -139,6 +139,12 @@ typedef struct xdev_status {
  * request belongs to xdev and must not be moved, freed or reused; after it
  * is reaped, xdev never touches it again. `user` is yours: xdev never reads
  * or writes it (bindings use it to find their own object again).
+ * Storage need not be zeroed before its first post: xdev refuses to post
+ * only storage that holds an active request, or a byte copy of one (zero
+ * such a copy before posting into it). xdev knows its active requests by
+ * where they are: a copy or a moved request is never one of them, and
+ * xdev_wait and xdev_test refuse it with XDEV_ERR_ARG, as they refuse a
+ * request that was already reaped.
  */
 typedef struct xdev_request {
     void *user;
@@ -223,14 +229,18 @@ XDEV_API int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int
  * Block until req completes, then reap it: fill *st (which may be NULL) and
  * give the request back to the caller. Returns XDEV_OK when the wait
  * itself worked; the operation's own outcome is st->error. Returns
- * XDEV_ERR_ARG, changing nothing, if req is NULL or not active.
+ * XDEV_ERR_ARG, changing nothing, if req is NULL or not active (never
+ * posted, already reaped, or a copy or moved request). When several
+ * threads wait on one request, exactly one reaps it and the others return
+ * XDEV_ERR_ARG.
  */
 XDEV_API int xdev_wait(xdev_request_t *req, xdev_status_t *st);
 
 /*
  * Check req without blocking (driving progress once). *done is set to 1 if
  * it completed, in which case it is reaped and *st filled (st may be NULL),
- * else to 0. Errors: XDEV_ERR_ARG for NULL req or done, or req not active.
+ * else to 0. Errors: XDEV_ERR_ARG for NULL req or done, or req not active
+ * (as for xdev_wait).
  */
 XDEV_API int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
 

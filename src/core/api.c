@@ -75,33 +75,68 @@ int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev
     return post_recv(d, buf, len, src, tag, ctx, req, 0);
 }
 
+/* A waiter's request, by its storage and the id it had when the wait
+ * began: another thread may reap it (and even post the storage again)
+ * while this one sleeps without the lock. */
+struct waited {
+    xreq_t *r;
+    uint64_t id;
+};
+
+static bool still_ours(xdev_t *d, const struct waited *w)
+{
+    return req_is_active(w->r) && w->r->id == w->id && req_lookup(d, w->id) == w->r;
+}
+
 static bool req_done(xdev_t *d, void *arg)
 {
-    (void)d;
-    return ((xreq_t *)arg)->phase == PH_DONE;
+    const struct waited *w = arg;
+    return !still_ours(d, w) || w->r->phase == PH_DONE;
+}
+
+/* The device of an active request; NULL for storage that holds none. */
+static xdev_t *dev_of(xdev_request_t *req)
+{
+    return req && req_is_active(xreq_of(req)) ? xreq_of(req)->dev : NULL;
 }
 
 int xdev_wait(xdev_request_t *req, xdev_status_t *st)
 {
-    if (!req || !req_is_active(xreq_of(req)))
+    xdev_t *d = dev_of(req);
+    if (!d)
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);
-    xdev_t *d = r->dev;
     dev_lock(d);
+    /* Checked under the lock: two threads waiting on one request, or a
+     * copy or moved request, must not reap anything twice. */
+    struct waited w = { r, r->id };
+    if (!still_ours(d, &w)) {
+        dev_unlock(d);
+        return XDEV_ERR_ARG;
+    }
     if (r->phase != PH_DONE) /* often done already: a window's later requests */
-        progress_until(d, req_done, r);
-    req_reap(d, r, st);
+        progress_until(d, req_done, &w);
+    int rc = XDEV_ERR_ARG;
+    if (still_ours(d, &w)) {
+        req_reap(d, r, st);
+        rc = XDEV_OK;
+    }
     dev_unlock(d);
-    return XDEV_OK;
+    return rc;
 }
 
 int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
 {
-    if (!req || !done || !req_is_active(xreq_of(req)))
+    xdev_t *d = dev_of(req);
+    if (!d || !done)
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);
-    xdev_t *d = r->dev;
     dev_lock(d);
+    struct waited w = { r, r->id };
+    if (!still_ours(d, &w)) {
+        dev_unlock(d);
+        return XDEV_ERR_ARG;
+    }
     if (r->phase != PH_DONE)
         progress_once(d);
     *done = r->phase == PH_DONE;

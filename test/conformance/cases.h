@@ -13,6 +13,7 @@ void case_truncate(void);
 void case_issend(void);
 void case_peek(void);
 void case_threads(void);
+void threads_reap(void);      /* reap.c */
 void case_outstanding(void);
 void case_stress(void);
 void case_self(void);

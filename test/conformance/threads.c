@@ -2,6 +2,7 @@
  * threads.c - case "threads": four threads per rank send and receive at
  * once on one device, each thread on its own tag, eager and rendezvous
  * sizes, nonblocking and blocking calls mixed; every byte is checked.
+ * Then reap.c's checks that two threads cannot reap one request twice.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -86,4 +87,5 @@ void case_threads(void)
         CHECK(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0, "pthread_create");
     for (int t = 0; t < NTHREADS; t++)
         pthread_join(th[t], NULL);
+    threads_reap();
 }
