@@ -3,7 +3,8 @@
  *
  * xdev is the layer under a message-passing library: it moves tagged
  * messages between the ranks of a job over the best transport it has
- * (TCP today) and offers exactly what an MPI or MPJ device needs:
+ * (shared memory within a host; TCP, InfiniBand/RoCE or libfabric between
+ * hosts) and offers exactly what an MPI or MPJ device needs:
  *
  *   xdev_init      xdev_finalize
  *   xdev_isend     xdev_issend    xdev_irecv
@@ -126,11 +127,14 @@ typedef struct xdev_config {
 
 /* The status of a completed request or of a probed message. */
 typedef struct xdev_status {
-    int source;   /* sender's rank */
+    int source;   /* sender's rank; for a send, the destination's */
     int tag;      /* message tag */
     int ctx;      /* message context */
     int error;    /* XDEV_OK, XDEV_ERR_TRUNCATE, XDEV_ERR_PEER, ... */
     size_t count; /* bytes delivered (receives, probes) or sent (sends) */
+    size_t msg_len; /* the message's full length: count, unless a receive
+                     * was truncated (then count is the buffer's length)
+                     * or failed (then count is 0) */
 } xdev_status_t;
 
 /*
@@ -206,8 +210,8 @@ XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int 
  * Nonblocking receive of at most len bytes into buf. src may be
  * XDEV_ANY_SOURCE and tag XDEV_ANY_TAG; ctx may not be a wildcard. A longer
  * message fills the buffer and completes with status.error ==
- * XDEV_ERR_TRUNCATE and status.count == len; nothing is written past
- * buf + len. A receive from a specific rank fails with XDEV_ERR_PEER if that
+ * XDEV_ERR_TRUNCATE, status.count == len and status.msg_len the full
+ * length; nothing is written past buf + len. A receive from a specific rank fails with XDEV_ERR_PEER if that
  * rank dies with nothing left for it (see the prefix rule above); a
  * wildcard receive is not failed by one peer's death, only by taking the
  * message at which a dead sender's stream was cut.

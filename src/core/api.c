@@ -193,6 +193,7 @@ static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *
     st->tag = e->tag;
     st->ctx = e->ctx;
     st->count = lost ? 0 : e->len;
+    st->msg_len = e->len;
     st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 

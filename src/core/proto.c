@@ -191,6 +191,7 @@ static size_t recv_accept(xreq_t *r, int src, int tag, size_t len)
     r->status.source = src;
     r->status.tag = tag;
     r->status.count = n;
+    r->status.msg_len = len;
     r->status.error = len > r->len ? XDEV_ERR_TRUNCATE : XDEV_OK;
     r->phase = PH_RECV_FILLING;
     return n;
@@ -439,6 +440,7 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
     if (sync)
         s->flags |= F_SYNC;
     s->status.count = s->len;
+    s->status.msg_len = s->len;
     if (s->peer == d->rank)
         return self_send(d, s, sync);
     if (d->peers[s->peer].dead) {
@@ -470,6 +472,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
         r->status.source = e->src;
         r->status.tag = e->tag;
         r->status.count = 0;
+        r->status.msg_len = e->len;
         req_complete(d, r, XDEV_ERR_PEER);
         ux_free(d, e);
         return;

@@ -81,18 +81,20 @@ void h_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 void h_check_status(const char *file, int line, const xdev_status_t *st, int src, int tag,
                     int ctx, int error, size_t count, const char *what)
 {
+    /* whole messages: the full length is what was delivered */
+    int len_ok = error == XDEV_ERR_TRUNCATE ? st->msg_len > count : st->msg_len == count;
     if (st->source != src || st->tag != tag || st->ctx != ctx || st->error != error ||
-        st->count != count)
-        h_fail(file, line, "status", "%s: got {source %d, tag %d, ctx %d, error %d (%s), count %zu}, "
-               "want {source %d, tag %d, ctx %d, error %d (%s), count %zu}",
+        st->count != count || !len_ok)
+        h_fail(file, line, "status", "%s: got {source %d, tag %d, ctx %d, error %d (%s), count %zu, "
+               "msg_len %zu}, want {source %d, tag %d, ctx %d, error %d (%s), count %zu}",
                what, st->source, st->tag, st->ctx, st->error, xdev_strerror(st->error),
-               st->count, src, tag, ctx, error, xdev_strerror(error), count);
+               st->count, st->msg_len, src, tag, ctx, error, xdev_strerror(error), count);
 }
 
 void h_check_send_status(const char *file, int line, const xdev_status_t *st, size_t count,
                          const char *what)
 {
-    if (st->error != XDEV_OK || st->count != count)
+    if (st->error != XDEV_OK || st->count != count || st->msg_len != count)
         h_fail(file, line, "send status", "%s: got {error %d (%s), count %zu}, want {error 0, count %zu}",
                what, st->error, xdev_strerror(st->error), st->count, count);
 }

@@ -2,7 +2,8 @@
  * truncate.c - case "truncate": a message longer than the receive buffer.
  *
  * It fills the buffer, completes with status.error == XDEV_ERR_TRUNCATE and
- * status.count == buffer length (xdev_recv returns XDEV_ERR_TRUNCATE too),
+ * status.count == buffer length, status.msg_len == the message's length
+ * (xdev_recv returns XDEV_ERR_TRUNCATE too),
  * guard bytes on both sides of the buffer stay untouched, and the next
  * message on the same pair still arrives intact. Eager and rendezvous
  * sizes; receives posted before and after the message; irecv and recv.
@@ -71,6 +72,7 @@ static void run(const struct trial *t, int mode, uint64_t seed)
         CHECK_RC(xdev_wait(&rq, &st));
     }
     CHECK_STATUS(&st, h_prev(), TAG, CTX_TRUNC, XDEV_ERR_TRUNCATE, t->cap, what);
+    CHECK(st.msg_len == t->len, "%s: status.msg_len %zu, want the full length", what, st.msg_len);
     CHECK_DATA(rb, t->cap, seed, h_prev(), what);
     size_t bad = h_verify_const(area, GUARD, H_GUARD_BYTE);
     CHECK(bad == H_GOOD, "%s: the byte %zu before the buffer was written", what, GUARD - bad);
