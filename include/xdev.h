@@ -103,6 +103,13 @@ typedef struct xdev xdev_t;
  * XDEV_* variables) or from the defaults, then override what you need.
  */
 typedef struct xdev_config {
+    /* The size of this struct as the caller was compiled, set by
+     * xdev_config_init. It is first and stays first: fields a later xdev
+     * adds go at the end, and a caller built against an older, smaller
+     * struct keeps working (the fields it does not know take their
+     * defaults). A larger struct from a newer caller is accepted if the
+     * part this xdev does not know is all zero bytes. */
+    size_t struct_size;
     int rank;                /* this process's rank, 0 <= rank < size */
     int size;                /* number of ranks in the job */
     /* Optional explicit peer table of `size` entries, IBVX style: entry i is
@@ -157,17 +164,23 @@ typedef struct xdev_request {
 
 /*
  * Fill *cfg from the XDEV_* environment variables, with defaults for what is
- * unset. Returns XDEV_ERR_ARG for a NULL cfg and XDEV_ERR_INIT if a variable
- * is set but malformed (cfg is then left as the defaults).
+ * unset, and set cfg->struct_size. Returns XDEV_ERR_ARG for a NULL cfg and
+ * XDEV_ERR_INIT if a variable is set but malformed (cfg is then left as the
+ * defaults). A macro, so that the caller's own sizeof is what is passed;
+ * a binding that cannot use it (ctypes, JNA, Panama) calls
+ * xdev_config_init_size with the size of its own layout of the struct:
+ * exactly that many bytes are written (past the fields this xdev knows,
+ * zeros). XDEV_ERR_ARG if size is smaller than this release's struct.
  */
-XDEV_API int xdev_config_init(xdev_config_t *cfg);
+XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
+#define xdev_config_init(cfg) xdev_config_init_size((cfg), sizeof(xdev_config_t))
 
 /*
  * Start a device. cfg == NULL means "everything from the environment", as
  * set by xdevrun. The config is copied; the caller may free it afterwards.
  * Connections to peers are made on first use, not here.
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
- * short), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
+ * short, a struct_size this xdev cannot read: see xdev_config_t), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
  * address in use), XDEV_ERR_NOMEM, XDEV_ERR_SYSTEM.
  */
 XDEV_API int xdev_init(const xdev_config_t *cfg, xdev_t **dev);

@@ -3,6 +3,7 @@
  * and the device's private copy.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
@@ -89,17 +90,38 @@ int config_from_env(xdev_config_t *c)
     return rc;
 }
 
-int xdev_config_init(xdev_config_t *cfg)
+/* The smallest struct any caller can have: this release's. Later
+ * releases keep accepting it and default the fields they add. */
+#define CONFIG_SIZE_MIN (offsetof(xdev_config_t, flags) + sizeof(unsigned))
+
+int xdev_config_init_size(xdev_config_t *cfg, size_t size)
 {
-    if (!cfg)
+    if (!cfg || size < CONFIG_SIZE_MIN)
         return XDEV_ERR_ARG;
     xdev_config_t c;
     config_defaults(&c);
     int rc = config_from_env(&c);
     if (rc != XDEV_OK)
         config_defaults(&c);
-    *cfg = c;
+    c.struct_size = size;
+    size_t known = size < sizeof c ? size : sizeof c;
+    memcpy(cfg, &c, known);
+    memset((char *)cfg + known, 0, size - known);
     return rc;
+}
+
+int config_from_caller(xdev_config_t *out, const xdev_config_t *cfg)
+{
+    size_t size = cfg->struct_size;
+    if (size < CONFIG_SIZE_MIN)
+        return XDEV_ERR_ARG;
+    config_defaults(out);
+    memcpy(out, cfg, size < sizeof *out ? size : sizeof *out);
+    for (size_t i = sizeof *out; i < size; i++)
+        if (((const unsigned char *)cfg)[i])
+            return XDEV_ERR_ARG; /* a newer caller asks for what we lack */
+    out->struct_size = sizeof *out;
+    return XDEV_OK;
 }
 
 static bool transport_known(const char *name)

@@ -37,14 +37,12 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
 {
     if (!out)
         return XDEV_ERR_ARG;
-    xdev_config_t envcfg;
-    if (!cfg) {
-        int rc = xdev_config_init(&envcfg);
-        if (rc != XDEV_OK)
-            return rc;
-        cfg = &envcfg;
-    }
-    int rc = config_validate(cfg);
+    xdev_config_t full;
+    int rc = cfg ? config_from_caller(&full, cfg) : xdev_config_init(&full);
+    if (rc != XDEV_OK)
+        return rc;
+    cfg = &full;
+    rc = config_validate(cfg);
     if (rc != XDEV_OK)
         return rc;
 

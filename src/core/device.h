@@ -258,6 +258,9 @@ const char *job_id(void);
 
 /* config.c */
 int config_from_env(xdev_config_t *cfg);
+/* The caller's config, of whatever size it was built with, as this
+ * release's struct: XDEV_ERR_ARG if it cannot be read. */
+int config_from_caller(xdev_config_t *out, const xdev_config_t *cfg);
 int config_validate(const xdev_config_t *cfg);
 int config_copy(xdev_t *d, const xdev_config_t *cfg);
 

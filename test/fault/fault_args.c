@@ -9,6 +9,7 @@
  * before a marker message would arrive instead of the marker (non-overtaking).
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,53 @@ static void expect_bad_init(int line, const char *what, const xdev_config_t *cfg
     CHECK(dev == DEV_SENTINEL, "line %d: failing xdev_init (%s) wrote *dev = %p", line, what, (void *)dev);
 }
 
+/* xdev_config_t.struct_size: a struct of this release's size or a newer
+ * caller's larger one whose unknown tail is zero works; anything smaller,
+ * or a tail this release cannot honour, is refused; xdev_config_init_size
+ * writes exactly the size it is given. */
+static void check_config_size(const xdev_config_t *cfg)
+{
+    struct newer {
+        xdev_config_t known;
+        uint64_t added; /* a field a later xdev might add */
+    } big;
+    struct {
+        xdev_config_t c;
+        unsigned char guard[16];
+    } g;
+    xdev_config_t c;
+    xdev_t *dev = NULL;
+
+    fault_step("struct_size");
+    CHECK(cfg->struct_size == sizeof(xdev_config_t), "xdev_config_init set struct_size %zu, want %zu",
+          cfg->struct_size, sizeof(xdev_config_t));
+    c = *cfg; c.struct_size = 0;
+    expect_bad_init(__LINE__, "struct_size 0", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
+    c = *cfg; c.struct_size = offsetof(xdev_config_t, flags);
+    expect_bad_init(__LINE__, "a struct that ends before flags", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
+    CHECK_RC(xdev_config_init_size(&c, 3), XDEV_ERR_ARG);
+
+    memset(&g, 0xa5, sizeof g);
+    CHECK_RC(xdev_config_init_size(&g.c, sizeof g.c), XDEV_OK);
+    for (size_t i = 0; i < sizeof g.guard; i++)
+        CHECK(g.guard[i] == 0xa5, "xdev_config_init_size wrote byte %zu past the struct", i);
+
+    memset(&big, 0xa5, sizeof big);
+    CHECK_RC(xdev_config_init_size(&big.known, sizeof big), XDEV_OK);
+    CHECK(big.known.struct_size == sizeof big && big.added == 0,
+          "a newer caller's struct: struct_size %zu (want %zu), unknown tail %llx (want 0)",
+          big.known.struct_size, sizeof big, (unsigned long long)big.added);
+    /* a job of one, so that this device publishes nothing the peer sees */
+    big.known.rank = 0;
+    big.known.size = 1;
+    REQUIRE_RC(xdev_init(&big.known, &dev), XDEV_OK);
+    CHECK(xdev_size(dev) == 1, "the newer caller's size was not read");
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    big.added = 1;
+    expect_bad_init(__LINE__, "a nonzero field this release does not know", &big.known,
+                    XDEV_ERR_ARG, XDEV_ERR_ARG);
+}
+
 static void check_bad_init(void)
 {
     xdev_config_t cfg, c;
@@ -181,6 +229,7 @@ static void check_bad_init(void)
     expect_bad_init(__LINE__, "NULL secret", &c, XDEV_ERR_INIT, XDEV_ERR_ARG);
     c = cfg; c.transport = "no-such-transport";
     expect_bad_init(__LINE__, "unknown transport", &c, XDEV_ERR_INIT, XDEV_ERR_INIT);
+    check_config_size(&cfg);
 }
 
 /* NULL dev everywhere; NULL request, status, found, done pointers. */
