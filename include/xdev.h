@@ -79,9 +79,12 @@ enum {
     XDEV_ERR_NOMEM = -2,     /* out of memory */
     XDEV_ERR_TRUNCATE = -3,  /* message longer than the receive buffer */
     XDEV_ERR_PEER = -4,      /* the peer died, left, or broke the protocol */
-    XDEV_ERR_CANCELED = -5,  /* request abandoned by xdev_finalize */
+    XDEV_ERR_CANCELED = -5,  /* request cancelled by xdev_cancel, or
+                              * abandoned by xdev_finalize */
     XDEV_ERR_INIT = -6,      /* bad or missing configuration, bootstrap failed */
     XDEV_ERR_SYSTEM = -7,    /* an operating system call failed unexpectedly */
+    XDEV_ERR_TOO_LATE = -8,  /* xdev_cancel: the request has begun and will
+                              * complete as usual */
 };
 
 /* Flags for xdev_config_t.flags. */
@@ -285,6 +288,70 @@ XDEV_API int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *s
  * peeked is never handed out. Errors: XDEV_ERR_ARG for NULL dev or req.
  */
 XDEV_API int xdev_peek(xdev_t *dev, xdev_request_t **req);
+
+/*
+ * ---- Beyond the 13 calls ----
+ * What a real MPI, MPJ device or binding needs on top of the core calls,
+ * each with the same error contract (a bad argument returns XDEV_ERR_ARG
+ * and changes nothing).
+ */
+
+/*
+ * A message taken out of matching by a matched probe; only xdev_imrecv or
+ * xdev_mrecv with this handle can receive it (MPI_Mprobe/MPI_Mrecv, MPJ's
+ * iprobeAndFetch). Caller-allocated; need not be initialised. A received
+ * handle is zeroed, and a handle used twice (or a copy of a received one)
+ * gets XDEV_ERR_ARG. A claimed message that is never received is freed by
+ * xdev_finalize.
+ */
+typedef struct xdev_message {
+    uint64_t opaque_[3];
+} xdev_message_t;
+
+/*
+ * As xdev_iprobe, but a message found is also claimed: removed from
+ * matching, so that no other receive or probe sees it, and named by *msg.
+ * If what it finds is the message at which a dead sender's stream was cut
+ * (see the prefix rule), that marker is consumed instead: *found = 1,
+ * *msg is empty, st->error == XDEV_ERR_PEER and the call returns
+ * XDEV_ERR_PEER. Errors: as xdev_iprobe, and XDEV_ERR_ARG for a NULL msg.
+ */
+XDEV_API int xdev_improbe(xdev_t *dev, int src, int tag, int ctx, int *found,
+                          xdev_message_t *msg, xdev_status_t *st);
+
+/* Blocking xdev_improbe: waits for a message to claim. XDEV_ERR_PEER (and
+ * an empty *msg) if src is a specific rank that died with nothing matching
+ * left, or for a dead sender's cut marker (st then names it). */
+XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t *msg,
+                         xdev_status_t *st);
+
+/*
+ * Receive the claimed message *msg into buf, as xdev_irecv would have
+ * (truncation, status and the prefix rule alike), and zero *msg. Errors:
+ * XDEV_ERR_ARG for a NULL dev, msg or req, an active req, NULL buf with
+ * len > 0, or a handle that is empty, of another device, or received
+ * already.
+ */
+XDEV_API int xdev_imrecv(xdev_t *dev, void *buf, size_t len, xdev_message_t *msg,
+                         xdev_request_t *req);
+/* Blocking xdev_imrecv; returns the first error, as xdev_recv does. */
+XDEV_API int xdev_mrecv(xdev_t *dev, void *buf, size_t len, xdev_message_t *msg,
+                        xdev_status_t *st);
+
+/*
+ * Cancel an active request if it has not begun: a receive that no message
+ * has matched, or a send of which nothing has left and that no receive
+ * has matched (today that is a send to one's own rank still waiting for
+ * its receive; a send handed to a transport has begun). Returns XDEV_OK
+ * when cancelled: the request is complete with status.error ==
+ * XDEV_ERR_CANCELED and status.count 0, its buffer is never touched again,
+ * and it is reaped with xdev_wait or xdev_test as usual (xdev_peek hands
+ * it out too). Returns XDEV_ERR_TOO_LATE when it has begun or completed:
+ * it then completes as usual, whole. Never both: a cancelled receive
+ * takes no message, so that message stays for the next receive.
+ * Errors: XDEV_ERR_ARG for NULL or a request that is not active.
+ */
+XDEV_API int xdev_cancel(xdev_request_t *req);
 
 /* Accessors. */
 XDEV_API int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */

@@ -47,7 +47,7 @@ int xdev_issend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ct
     return post_send(d, buf, len, dst, tag, ctx, req, F_SYNC);
 }
 
-static bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
+bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
 {
     return (src == XDEV_ANY_SOURCE || rank_ok(d, src)) && (tag >= 0 || tag == XDEV_ANY_TAG) &&
            ctx >= 0;
@@ -214,11 +214,7 @@ int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t 
     return XDEV_OK;
 }
 
-struct probe_args {
-    int src, tag, ctx;
-};
-
-static bool probe_done(xdev_t *d, void *arg)
+bool probe_done(xdev_t *d, void *arg)
 {
     struct probe_args *a = arg;
     return proto_probe(d, a->src, a->tag, a->ctx) ||

@@ -133,9 +133,10 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_NOMEM: return "out of memory";
     case XDEV_ERR_TRUNCATE: return "message truncated: longer than the receive buffer";
     case XDEV_ERR_PEER: return "peer failed, left, or broke the protocol";
-    case XDEV_ERR_CANCELED: return "request abandoned by xdev_finalize";
+    case XDEV_ERR_CANCELED: return "request cancelled, or abandoned by xdev_finalize";
     case XDEV_ERR_INIT: return "bad or missing configuration";
     case XDEV_ERR_SYSTEM: return "operating system call failed";
+    case XDEV_ERR_TOO_LATE: return "too late to cancel: the request has begun";
     default: return "unknown xdev error code";
     }
 }

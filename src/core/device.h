@@ -109,6 +109,10 @@ typedef struct uxmsg {
     int src, tag, ctx;
     uint32_t type;
     uint8_t state;
+    bool claimed;                /* taken out of matching by a matched
+                                  * probe: only its handle receives it */
+    uint64_t claim;              /* which claim, for the handle to check */
+    struct uxmsg *cl_prev, *cl_next; /* xdev.claimed, while claimed */
     uint64_t arrival;            /* place in its sender's stream */
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
@@ -177,6 +181,8 @@ struct xdev {
     uint64_t post_seq;
     unsigned posted_wild[4];   /* posted receives per wildcard kind */
     uxmsg_t *ux_head, *ux_tail;
+    uxmsg_t *claimed;          /* matched-probed messages not yet received */
+    uint64_t claims;
     size_t ux_bytes, ux_peak, ux_deferred;
 
     uint64_t auth_key[2];
@@ -228,9 +234,28 @@ uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
 /* Is e a message its dead sender could not complete (see
  * xdev_core_peer_failed)? A receive or probe that finds it fails. */
 bool proto_lost(const xdev_t *d, const uxmsg_t *e);
+/* Matched probe: take e out of matching (a claim), find a claim again by
+ * its handle's words (NULL if it is not one), receive it into r, or drop
+ * a lost marker the probe found instead of claiming it. */
+void proto_claim(xdev_t *d, uxmsg_t *e);
+uxmsg_t *proto_find_claim(xdev_t *d, const void *e, uint64_t claim);
+void proto_recv_claimed(xdev_t *d, uxmsg_t *e, xreq_t *r);
+void proto_drop(xdev_t *d, uxmsg_t *e);
+/* Cancel r if nothing of it has happened yet: XDEV_OK (r completed with
+ * XDEV_ERR_CANCELED) or XDEV_ERR_TOO_LATE (r goes on as usual). */
+int proto_cancel(xdev_t *d, xreq_t *r);
 void proto_drop_unexpected(xdev_t *d);
 /* End r's exposure of its buffer, if it has one (when r completes). */
 void proto_release_mem(xdev_t *d, xreq_t *r);
+
+/* api.c, shared with the calls in files of their own */
+bool match_args_ok(const xdev_t *d, int src, int tag, int ctx);
+struct probe_args {
+    int src, tag, ctx;
+};
+/* progress_until's test for a blocking probe: something matches, or the
+ * named source is dead. */
+bool probe_done(xdev_t *d, void *arg);
 
 /* recv_order.c: a receive from a peer completes through these, so that
  * one sender's receives complete in arrival order (see peer_t). */

@@ -890,7 +890,8 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     uxmsg_t *next;
     for (uxmsg_t *e = d->ux_head; e; e = next) {
         next = e->next;
-        if (e->src != peer || e->arrival < cut || (e->arrival == cut && !e->rreq))
+        /* a claimed one stays for its handle, which then fails */
+        if (e->src != peer || e->arrival < cut || (e->arrival == cut && !e->rreq) || e->claimed)
             continue;
         if (e->rreq) {
             e->rreq->status.count = 0;
@@ -913,6 +914,73 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
         }
         req_complete(d, r, XDEV_ERR_PEER);
     }
+}
+
+/* ---- matched probe and cancel ---- */
+
+void proto_claim(xdev_t *d, uxmsg_t *e)
+{
+    ux_dequeue(d, e);
+    e->claimed = true;
+    e->claim = ++d->claims;
+    e->cl_prev = NULL;
+    e->cl_next = d->claimed;
+    if (d->claimed)
+        d->claimed->cl_prev = e;
+    d->claimed = e;
+}
+
+/* Claims are few (messages probed and not yet received), so a walk is
+ * cheap, and it means a stale or copied handle is refused, never used. */
+uxmsg_t *proto_find_claim(xdev_t *d, const void *e, uint64_t claim)
+{
+    for (uxmsg_t *c = d->claimed; c; c = c->cl_next)
+        if (c == e && c->claim == claim)
+            return c;
+    return NULL;
+}
+
+void proto_recv_claimed(xdev_t *d, uxmsg_t *e, xreq_t *r)
+{
+    if (e->cl_prev)
+        e->cl_prev->cl_next = e->cl_next;
+    else
+        d->claimed = e->cl_next;
+    if (e->cl_next)
+        e->cl_next->cl_prev = e->cl_prev;
+    e->claimed = false;
+    take_unexpected(d, e, r);
+}
+
+void proto_drop(xdev_t *d, uxmsg_t *e)
+{
+    ux_free(d, e);
+}
+
+int proto_cancel(xdev_t *d, xreq_t *r)
+{
+    if (r->phase == PH_RECV_POSTED) {
+        xdev_mtable_remove(&d->posted, &r->mnode);
+        d->posted_wild[wild_kind(r->peer, r->tag)]--;
+        r->status.count = 0;
+        req_complete(d, r, XDEV_ERR_CANCELED);
+        return XDEV_OK;
+    }
+    if (r->phase == PH_SELF_WAIT) {
+        /* A send to ourselves that no receive has taken: its entry is
+         * still in matching unless a matched probe claimed it. */
+        for (uxmsg_t *e = d->ux_head; e; e = e->next) {
+            if (e->self_sreq != r)
+                continue;
+            if (e->claimed)
+                return XDEV_ERR_TOO_LATE;
+            ux_free(d, e);
+            req_complete(d, r, XDEV_ERR_CANCELED);
+            return XDEV_OK;
+        }
+    }
+    /* Anything else has left, or been matched, at least in part. */
+    return XDEV_ERR_TOO_LATE;
 }
 
 /* Finalize: payloads still waiting with the transport will never be

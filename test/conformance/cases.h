@@ -17,5 +17,7 @@ void threads_reap(void);      /* reap.c */
 void case_outstanding(void);
 void case_stress(void);
 void case_self(void);
+void case_mprobe(void);
+void case_cancel(void);
 
 #endif

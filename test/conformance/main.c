@@ -22,6 +22,8 @@ static const struct {
     {"outstanding", case_outstanding},
     {"stress", case_stress},
     {"self", case_self},
+    {"mprobe", case_mprobe},
+    {"cancel", case_cancel},
 };
 
 int main(int argc, char **argv)

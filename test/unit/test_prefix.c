@@ -9,7 +9,8 @@
  *  - whole messages before the cut stay receivable after the death;
  *  - a later eager message whose receive is done while an earlier
  *    rendezvous from the same sender is under way completes only after it,
- *    and fails with it when the sender dies.
+ *    and fails with it when the sender dies;
+ *  - a message claimed by a matched probe is never freed under its handle.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,8 +226,39 @@ static void test_earlier_not_held(void)
     free_dev(d);
 }
 
+/* A message claimed by a matched probe stays for its handle through its
+ * sender's death: whole before the cut, failed after it. */
+static void test_claimed_through_death(void)
+{
+    xdev_t *d = new_dev();
+    eager(d, 5, "kept");
+    offer(d, 6);
+    eager(d, 7, "after");
+    uxmsg_t *before = proto_probe(d, PEER, 5, CTX), *after = proto_probe(d, PEER, 7, CTX);
+    CHECK(before && after);
+    proto_claim(d, before);
+    proto_claim(d, after);
+    CHECK(proto_find_claim(d, before, before->claim) == before);
+    xdev_core_peer_failed(d, PEER);
+    CHECK(proto_find_claim(d, after, after->claim) == after); /* not freed under its handle */
+    char buf[16];
+    xreq_t r;
+    xdev_status_t st;
+    CHECK(req_start(d, &r, REQ_RECV, buf, sizeof buf, PEER, 7, CTX) == XDEV_OK);
+    proto_recv_claimed(d, after, &r);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 7);
+    CHECK(req_start(d, &r, REQ_RECV, buf, sizeof buf, PEER, 5, CTX) == XDEV_OK);
+    proto_recv_claimed(d, before, &r);
+    reap(d, &r, &st);
+    CHECK(st.error == XDEV_OK && st.count == 4 && memcmp(buf, "kept", 4) == 0);
+    CHECK(d->claimed == NULL);
+    free_dev(d);
+}
+
 int main(void)
 {
+    test_claimed_through_death();
     test_lost_offer();
     test_prefix_kept();
     test_held_then_released();
