@@ -85,6 +85,9 @@ enum {
     XDEV_ERR_SYSTEM = -7,    /* an operating system call failed unexpectedly */
     XDEV_ERR_TOO_LATE = -8,  /* xdev_cancel: the request has begun and will
                               * complete as usual */
+    XDEV_ERR_TIMEOUT = -9,   /* xdev_peek_timed: nothing completed in time */
+    XDEV_ERR_WOKEN = -10,    /* a blocked call returned because of
+                              * xdev_wakeup */
 };
 
 /* Flags for xdev_config_t.flags. */
@@ -239,7 +242,11 @@ XDEV_API int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, in
 
 /* Blocking forms: post, then xdev_wait. They return the first error of
  * either step, including the request's status.error (XDEV_ERR_TRUNCATE,
- * XDEV_ERR_PEER). st may be NULL for xdev_recv. */
+ * XDEV_ERR_PEER). st may be NULL for xdev_recv. Woken by xdev_wakeup, a
+ * blocking call whose operation has not begun cancels it and returns
+ * XDEV_ERR_WOKEN (a receive nothing has matched yet: no message is taken);
+ * one that has begun (a send handed to a transport, a matched receive)
+ * finishes it first, since its buffer cannot be left to xdev. */
 XDEV_API int xdev_send(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
 XDEV_API int xdev_ssend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
 XDEV_API int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
@@ -252,7 +259,8 @@ XDEV_API int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int
  * XDEV_ERR_ARG, changing nothing, if req is NULL or not active (never
  * posted, already reaped, or a copy or moved request). When several
  * threads wait on one request, exactly one reaps it and the others return
- * XDEV_ERR_ARG.
+ * XDEV_ERR_ARG. Returns XDEV_ERR_WOKEN if xdev_wakeup was called while it
+ * waited: req is then still active (wait again, test it, or cancel it).
  */
 XDEV_API int xdev_wait(xdev_request_t *req, xdev_status_t *st);
 
@@ -272,7 +280,8 @@ XDEV_API int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st);
  */
 XDEV_API int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xdev_status_t *st);
 
-/* Blocking xdev_iprobe. Fails with XDEV_ERR_PEER if src is a specific rank
+/* Blocking xdev_iprobe (XDEV_ERR_WOKEN after xdev_wakeup, st untouched).
+ * Fails with XDEV_ERR_PEER if src is a specific rank
  * that died with nothing matching left queued from it, or if the message it
  * finds is the one at which a dead sender's stream was cut (xdev_iprobe
  * reports that one as found, with st->error == XDEV_ERR_PEER and
@@ -285,7 +294,8 @@ XDEV_API int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *s
  * Each completion is handed out at most once, also when several threads
  * peek at once. The request stays active until reaped with xdev_wait or
  * xdev_test (which then return at once); a request reaped before it is
- * peeked is never handed out. Errors: XDEV_ERR_ARG for NULL dev or req.
+ * peeked is never handed out. Errors: XDEV_ERR_ARG for NULL dev or req;
+ * XDEV_ERR_WOKEN (nothing handed out) after xdev_wakeup.
  */
 XDEV_API int xdev_peek(xdev_t *dev, xdev_request_t **req);
 
@@ -352,6 +362,27 @@ XDEV_API int xdev_mrecv(xdev_t *dev, void *buf, size_t len, xdev_message_t *msg,
  * Errors: XDEV_ERR_ARG for NULL or a request that is not active.
  */
 XDEV_API int xdev_cancel(xdev_request_t *req);
+
+/*
+ * xdev_peek with a bound: wait at most timeout_ms milliseconds (0: drive
+ * progress once and look; -1: forever, as xdev_peek). XDEV_ERR_TIMEOUT
+ * when nothing completed in time, XDEV_ERR_WOKEN after xdev_wakeup (*req
+ * untouched in both); XDEV_ERR_ARG for NULL dev or req or a timeout below
+ * -1.
+ */
+XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
+
+/*
+ * Make every call blocked on dev at this moment (xdev_wait, xdev_peek,
+ * xdev_peek_timed, xdev_probe, xdev_mprobe and the blocking forms) return
+ * XDEV_ERR_WOKEN, as described at each; calls made afterwards block as
+ * usual. Safe from any thread and from a signal handler (it takes no lock
+ * and keeps errno): Ctrl-C in Python, Thread.interrupt in Java, or a
+ * thread that wants to call xdev_finalize once the others have returned.
+ * A sleeping caller wakes at once; one busy-polling notices within
+ * microseconds. Errors: XDEV_ERR_ARG for NULL dev.
+ */
+XDEV_API int xdev_wakeup(xdev_t *dev);
 
 /* Accessors. */
 XDEV_API int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */

@@ -33,7 +33,7 @@ for b in $builds; do
         continue
     fi
     # TSan is for races between threads: it runs the tests where several
-    # threads share a device (threads, peek, mprobe, the progress thread), not the
+    # threads share a device (threads, peek, mprobe, wakeup, the progress thread), not the
     # single-threaded bulk tests it would only slow down tenfold, nor the
     # in-VM ibv results (the VM runs in the plain build only).
     # The ibv VM tests run in the plain build only: what they exercise
@@ -42,7 +42,7 @@ for b in $builds; do
     [ "$b" = plain ] && selection=()
     if [ "$b" = tsan ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
-            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|^unit-')
+            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-')
     fi
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

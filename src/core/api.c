@@ -114,9 +114,14 @@ int xdev_wait(xdev_request_t *req, xdev_status_t *st)
         dev_unlock(d);
         return XDEV_ERR_ARG;
     }
+    int rc = XDEV_OK;
     if (r->phase != PH_DONE) /* often done already: a window's later requests */
-        progress_until(d, req_done, &w);
-    int rc = XDEV_ERR_ARG;
+        rc = progress_until(d, req_done, &w, -1);
+    if (rc == XDEV_ERR_WOKEN && still_ours(d, &w) && r->phase != PH_DONE) {
+        dev_unlock(d);
+        return rc; /* still active: wait again, or cancel it */
+    }
+    rc = XDEV_ERR_ARG;
     if (still_ours(d, &w)) {
         req_reap(d, r, st);
         rc = XDEV_OK;
@@ -146,15 +151,23 @@ int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
     return XDEV_OK;
 }
 
-/* Blocking forms: the operation's own error is what the caller wants. */
-static int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
+/* Blocking forms: the operation's own error is what the caller wants.
+ * Woken, a request that has not begun is cancelled and the call returns
+ * XDEV_ERR_WOKEN; one that has begun is finished first, since its storage
+ * (on the blocking call's stack) and buffer cannot outlive the call. */
+int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
 {
     if (rc != XDEV_OK)
         return rc;
     xdev_status_t local;
     if (!st)
         st = &local;
-    rc = xdev_wait(req, st);
+    while ((rc = xdev_wait(req, st)) == XDEV_ERR_WOKEN) {
+        if (xdev_cancel(req) == XDEV_OK) {
+            xdev_wait(req, st);
+            return XDEV_ERR_WOKEN;
+        }
+    }
     return rc != XDEV_OK ? rc : st->error;
 }
 
@@ -227,12 +240,12 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
         return XDEV_ERR_ARG;
     struct probe_args a = { src, tag, ctx };
     dev_lock(d);
-    progress_until(d, probe_done, &a);
+    int rc = progress_until(d, probe_done, &a, -1);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e)
         fill_probe_status(d, e, st);
     dev_unlock(d);
-    return e ? st->error : XDEV_ERR_PEER;
+    return e ? st->error : rc == XDEV_ERR_WOKEN ? rc : XDEV_ERR_PEER;
 }
 
 static bool cq_nonempty(xdev_t *d, void *arg)
@@ -241,13 +254,35 @@ static bool cq_nonempty(xdev_t *d, void *arg)
     return d->cq_head != NULL;
 }
 
-int xdev_peek(xdev_t *d, xdev_request_t **req)
+int xdev_peek_timed(xdev_t *d, int timeout_ms, xdev_request_t **req)
 {
-    if (!d || !req)
+    if (!d || !req || timeout_ms < -1)
         return XDEV_ERR_ARG;
     dev_lock(d);
-    progress_until(d, cq_nonempty, NULL);
-    *req = public_of(req_cq_pop(d));
+    int rc = XDEV_OK;
+    if (timeout_ms == 0) {
+        if (!d->cq_head)
+            progress_once(d);
+        if (!d->cq_head)
+            rc = XDEV_ERR_TIMEOUT;
+    } else {
+        rc = progress_until(d, cq_nonempty, NULL, timeout_ms);
+    }
+    if (rc == XDEV_OK)
+        *req = public_of(req_cq_pop(d));
     dev_unlock(d);
+    return rc;
+}
+
+int xdev_peek(xdev_t *d, xdev_request_t **req)
+{
+    return xdev_peek_timed(d, -1, req);
+}
+
+int xdev_wakeup(xdev_t *d)
+{
+    if (!d)
+        return XDEV_ERR_ARG;
+    xdev_wakeup_signal(d);
     return XDEV_OK;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include "device.h"
 #include "introspect.h"
 
@@ -18,6 +20,8 @@ static void device_free(xdev_t *d)
     xdev_mtable_destroy(&d->posted);
     xdev_mtable_destroy(&d->unexpected);
     req_table_destroy(d);
+    if (d->wake_fd >= 0)
+        close(d->wake_fd);
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_destroy(&d->lock);
     free(d->peers);
@@ -51,6 +55,9 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
         return XDEV_ERR_NOMEM;
     d->rank = cfg->rank;
     d->size = cfg->size;
+    /* Without it, xdev_wakeup still works: sleepers notice within their
+     * nap or poll timeout instead of at once. */
+    d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     d->flags = cfg->flags;
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_init(&d->lock, NULL);
@@ -105,10 +112,13 @@ int xdev_finalize(xdev_t *d)
     progress_thread_stop(d);
     dev_lock(d);
     uint64_t deadline = xdev_now_ms() + (uint64_t)d->cfg.finalize_timeout_ms;
-    progress_until(d, sends_done, &deadline);
+    /* Wakeups meant for the caller's other threads do not cut this short. */
+    while (progress_until(d, sends_done, &deadline, -1) == XDEV_ERR_WOKEN)
+        ;
     d->finalizing = true;
     proto_drop_unexpected(d);
-    progress_until(d, closed, &deadline);
+    while (progress_until(d, closed, &deadline, -1) == XDEV_ERR_WOKEN)
+        ;
     close_transports(d);
 
     /* Abandon what the caller never reaped, finished or not: its storage
@@ -137,6 +147,8 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_INIT: return "bad or missing configuration";
     case XDEV_ERR_SYSTEM: return "operating system call failed";
     case XDEV_ERR_TOO_LATE: return "too late to cancel: the request has begun";
+    case XDEV_ERR_TIMEOUT: return "timed out: nothing completed";
+    case XDEV_ERR_WOKEN: return "woken by xdev_wakeup";
     default: return "unknown xdev error code";
     }
 }

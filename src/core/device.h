@@ -190,6 +190,9 @@ struct xdev {
     pthread_t progress_thread;
     bool progress_thread_running;
     bool progress_thread_stop; /* read and written atomically */
+
+    unsigned wakeups;           /* xdev_wakeup calls, ever (atomic) */
+    int wake_fd;                /* eventfd written by xdev_wakeup, or -1 */
 };
 
 /* Locking: a no-op for single-threaded devices. */
@@ -256,6 +259,8 @@ struct probe_args {
 /* progress_until's test for a blocking probe: something matches, or the
  * named source is dead. */
 bool probe_done(xdev_t *d, void *arg);
+/* A blocking call's wait on its own request (rc: the post's result). */
+int wait_result(int rc, xdev_request_t *req, xdev_status_t *st);
 
 /* recv_order.c: a receive from a peer completes through these, so that
  * one sender's receives complete in arrival order (see peer_t). */
@@ -267,9 +272,13 @@ void order_sender_failed(xdev_t *d, int peer);    /* fail its open and held */
 
 /* progress.c */
 void progress_once(xdev_t *d);
-/* Wait (dropping the lock while asleep) until done(d, arg) holds. The
+/* Wait (dropping the lock while asleep) until done(d, arg) holds:
+ * XDEV_OK; or until xdev_wakeup is called after the wait began:
+ * XDEV_ERR_WOKEN; or timeout_ms pass (< 0: never): XDEV_ERR_TIMEOUT. The
  * lock is held on entry and on return. */
-void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg);
+int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms);
+/* xdev_wakeup's work: no lock, async-signal-safe. */
+void xdev_wakeup_signal(xdev_t *d);
 int progress_thread_start(xdev_t *d);
 void progress_thread_stop(xdev_t *d);
 

@@ -63,9 +63,10 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
         return XDEV_ERR_ARG;
     struct probe_args a = { src, tag, ctx };
     dev_lock(d);
-    progress_until(d, probe_done, &a);
+    int woken = progress_until(d, probe_done, &a, -1);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
-    int rc = XDEV_ERR_PEER; /* a named source that died with nothing left */
+    /* else a named source that died with nothing left, or a wakeup */
+    int rc = woken == XDEV_ERR_WOKEN ? woken : XDEV_ERR_PEER;
     if (e)
         rc = claim(d, e, msg, st);
     else
@@ -95,12 +96,5 @@ int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_requ
 int xdev_mrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_status_t *st)
 {
     xdev_request_t req = { 0 };
-    int rc = xdev_imrecv(d, buf, len, msg, &req);
-    if (rc != XDEV_OK)
-        return rc;
-    xdev_status_t local;
-    if (!st)
-        st = &local;
-    rc = xdev_wait(&req, st);
-    return rc != XDEV_OK ? rc : st->error;
+    return wait_result(xdev_imrecv(d, buf, len, msg, &req), &req, st);
 }

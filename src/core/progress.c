@@ -7,9 +7,11 @@
  * descriptor. The device lock is dropped whenever the waiter yields or
  * sleeps so that other threads can post and complete requests meanwhile.
  */
+#include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 #include "device.h"
 
 #define SPIN_NS 200000ull       /* pure busy-polling */
@@ -45,37 +47,66 @@ void progress_once(xdev_t *d)
         d->tps[i].ops->progress(d->tps[i].tp, 0);
 }
 
-/* Sleep until a transport has work or ms pass. A transport with nothing to
- * sleep on (shared memory) can only be polled: then nap for nap_ns and come
- * back, which bounds the extra latency after a long idle wait while an
- * idle rank (or the progress thread) leaves the core to others. */
+/* Sleep until a transport has work, xdev_wakeup is called, or ms pass. A
+ * transport with nothing to sleep on (shared memory) can only be polled:
+ * then nap for nap_ns (still woken by xdev_wakeup) and come back, which
+ * bounds the extra latency after a long idle wait while an idle rank (or
+ * the progress thread) leaves the core to others. */
 static void sleep_on_transports(xdev_t *d, int ms, uint64_t nap_ns)
 {
-    struct pollfd p[XDEV_MAX_TRANSPORTS];
+    struct pollfd p[XDEV_MAX_TRANSPORTS + 1];
     bool pollable = true;
     for (int i = 0; i < d->ntps; i++) {
         p[i] = (struct pollfd){ .fd = d->tps[i].ops->wait_fd(d->tps[i].tp), .events = POLLIN };
         pollable &= p[i].fd >= 0;
     }
+    struct pollfd *wake = &p[pollable ? d->ntps : 0];
+    *wake = (struct pollfd){ .fd = d->wake_fd, .events = POLLIN };
+    nfds_t n = pollable ? (nfds_t)d->ntps + 1 : 1;
     dev_unlock(d);
     if (pollable)
-        poll(p, (nfds_t)d->ntps, ms);
+        poll(p, n, ms);
     else
-        nanosleep(&(struct timespec){ .tv_nsec = (long)nap_ns }, NULL);
+        ppoll(wake, 1, &(struct timespec){ .tv_nsec = (long)nap_ns }, NULL);
+    if (wake->revents & POLLIN) {
+        uint64_t v;
+        ssize_t r = read(d->wake_fd, &v, sizeof v); /* others see the count */
+        (void)r;
+    }
     dev_lock(d);
 }
 
+static unsigned wake_count(const xdev_t *d)
+{
+    return __atomic_load_n(&d->wakeups, __ATOMIC_ACQUIRE);
+}
+
+void xdev_wakeup_signal(xdev_t *d)
+{
+    int saved = errno; /* callable from a signal handler */
+    __atomic_add_fetch(&d->wakeups, 1, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    if (d->wake_fd >= 0 && write(d->wake_fd, &one, sizeof one) < 0) {
+        /* the counter is full: a wakeup is pending anyway */
+    }
+    errno = saved;
+}
+
 /* The backoff clock restarts whenever traffic moves, so a long transfer
- * is busy-polled throughout and only an idle wait backs off. */
-void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
+ * is busy-polled throughout and only an idle wait backs off. Wakeups and
+ * the deadline are looked at with the clock, never in the first polls:
+ * the fast path pays nothing for them. */
+int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms)
 {
     bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
     uint64_t start = 0, seen = d->activity;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    unsigned woken = wake_count(d);
     bool yielding = false;
     for (unsigned spins = 0; !done(d, arg); spins++) {
         progress_once(d);
         if (done(d, arg))
-            return;
+            return XDEV_OK;
         if (d->activity != seen) {
             seen = d->activity;
             spins = 0;
@@ -86,7 +117,12 @@ void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
          * an idle ring costs a few nanoseconds, the clock about twenty. */
         if (spins < 64 || (!yielding && spins % 16))
             continue;
-        uint64_t waited = start ? now_ns() - start : (start = now_ns(), 0);
+        uint64_t now = now_ns();
+        if (wake_count(d) != woken)
+            return XDEV_ERR_WOKEN;
+        if (now >= deadline)
+            return XDEV_ERR_TIMEOUT;
+        uint64_t waited = start ? now - start : (start = now, 0);
         if (waited < SPIN_NS) {
             if (multi) {
                 dev_unlock(d); /* let other threads in now and then */
@@ -98,10 +134,15 @@ void progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg)
             sched_yield();
             dev_lock(d);
         } else {
-            sleep_on_transports(d, multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE, NAP_NS);
+            uint64_t left = deadline - now; /* > 0 */
+            int ms = multi ? SLEEP_MS_MULTI : SLEEP_MS_SINGLE;
+            if (left < (uint64_t)ms * 1000000ull)
+                ms = (int)(left / 1000000ull) + 1;
+            sleep_on_transports(d, ms, left < NAP_NS ? left : NAP_NS);
             progress_once(d);
         }
     }
+    return XDEV_OK;
 }
 
 /* The thread naps longer the longer nothing moves (where it cannot sleep

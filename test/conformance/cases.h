@@ -19,5 +19,6 @@ void case_stress(void);
 void case_self(void);
 void case_mprobe(void);
 void case_cancel(void);
+void case_wakeup(void);
 
 #endif

@@ -24,6 +24,7 @@ static const struct {
     {"self", case_self},
     {"mprobe", case_mprobe},
     {"cancel", case_cancel},
+    {"wakeup", case_wakeup},
 };
 
 int main(int argc, char **argv)

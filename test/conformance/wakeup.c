@@ -1,0 +1,139 @@
+/*
+ * wakeup.c - case "wakeup": xdev_wakeup and xdev_peek_timed.
+ *
+ *  - A thread blocked in xdev_peek with nothing outstanding, in xdev_wait
+ *    on a receive nobody sends to, and in a blocking xdev_recv returns
+ *    XDEV_ERR_WOKEN when another thread calls xdev_wakeup; the request of
+ *    the xdev_wait is still active (and cancellable), and the blocking
+ *    receive took no message: the one sent afterwards arrives whole.
+ *  - xdev_probe is woken the same way from a signal handler.
+ *  - A wakeup is not sticky: the next blocking call blocks as usual.
+ *  - xdev_peek_timed: 0 looks once, a bound is never cut short, and a
+ *    completion is handed out as xdev_peek would.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "cases.h"
+#include "harness.h"
+
+enum { CTX_WAKE = 96, TAG_LATE = 1, TAG_PEEK = 2 };
+
+enum blocked_call { B_PEEK, B_WAIT, B_RECV, B_PROBE };
+
+static struct {
+    enum blocked_call call;
+    xdev_request_t req;
+    int rc;
+    double returned;
+} b;
+
+static void *blocker(void *arg)
+{
+    (void)arg;
+    xdev_request_t *out;
+    xdev_status_t st;
+    unsigned char buf[16];
+    switch (b.call) {
+    case B_PEEK: b.rc = xdev_peek(h_dev, &out); break;
+    case B_WAIT: b.rc = xdev_wait(&b.req, &st); break;
+    case B_RECV: b.rc = xdev_recv(h_dev, buf, sizeof buf, h_prev(), TAG_LATE, CTX_WAKE, &st); break;
+    case B_PROBE: b.rc = xdev_probe(h_dev, h_prev(), TAG_LATE, CTX_WAKE, &st); break;
+    }
+    b.returned = h_now();
+    return NULL;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    xdev_wakeup(h_dev);
+}
+
+/* Start the blocked call, let it settle into its sleep, wake it (from a
+ * thread or by a signal to the blocked thread), and check it returned
+ * XDEV_ERR_WOKEN soon after. */
+static void wake(enum blocked_call call, bool by_signal, const char *what)
+{
+    h_phase("wakeup: %s", what);
+    b.call = call;
+    b.rc = 12345;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, blocker, NULL) == 0, "pthread_create");
+    h_sleep_ms(100); /* past the spin and yield phases, asleep */
+    double t0 = h_now();
+    if (by_signal)
+        CHECK(pthread_kill(th, SIGUSR1) == 0, "pthread_kill");
+    else
+        CHECK_RC(xdev_wakeup(h_dev));
+    pthread_join(th, NULL);
+    CHECK(b.rc == XDEV_ERR_WOKEN, "%s returned %d (%s), want XDEV_ERR_WOKEN", what, b.rc,
+          xdev_strerror(b.rc));
+    CHECK(b.returned - t0 < 2.0, "%s took %.3f s to notice the wakeup", what, b.returned - t0);
+}
+
+static void wake_blocked_calls(void)
+{
+    CHECK(!(h_flags & XDEV_FLAG_SINGLE_THREAD), "this case needs a multi-threaded device");
+    wake(B_PEEK, false, "xdev_peek with nothing outstanding");
+
+    CHECK_RC(xdev_irecv(h_dev, NULL, 0, h_prev(), TAG_PEEK, CTX_WAKE, &b.req));
+    wake(B_WAIT, false, "xdev_wait on a receive nobody sends to");
+    CHECK_RC(xdev_cancel(&b.req)); /* still active after the wakeup */
+    xdev_status_t st;
+    CHECK_RC(xdev_wait(&b.req, &st));
+    CHECK(st.error == XDEV_ERR_CANCELED, "the woken receive: error %d", st.error);
+
+    wake(B_RECV, false, "a blocking xdev_recv");
+
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGUSR1, &sa, &old) == 0, "sigaction");
+    wake(B_PROBE, true, "xdev_probe, woken from a signal handler");
+    sigaction(SIGUSR1, &old, NULL);
+
+    /* not sticky, and the woken receive took nothing: this one gets it */
+    h_barrier();
+    unsigned char sb[16], rb[16];
+    h_fill(sb, sizeof sb, 41, h_rank);
+    CHECK_RC(xdev_send(h_dev, sb, sizeof sb, h_next(), TAG_LATE, CTX_WAKE));
+    CHECK_RC(xdev_recv(h_dev, rb, sizeof rb, h_prev(), TAG_LATE, CTX_WAKE, &st));
+    CHECK_STATUS(&st, h_prev(), TAG_LATE, CTX_WAKE, XDEV_OK, sizeof sb, "after the wakeups");
+    CHECK_DATA(rb, sizeof sb, 41, h_prev(), "after the wakeups");
+    h_barrier();
+}
+
+static void peek_timed(void)
+{
+    h_phase("wakeup: xdev_peek_timed");
+    xdev_request_t *out = NULL, r;
+    CHECK(xdev_peek_timed(h_dev, 0, &out) == XDEV_ERR_TIMEOUT && !out, "a look at nothing");
+    double t0 = h_now();
+    CHECK(xdev_peek_timed(h_dev, 50, &out) == XDEV_ERR_TIMEOUT && !out, "50 ms of nothing");
+    double waited = h_now() - t0;
+    CHECK(waited >= 0.049, "a 50 ms peek returned after %.4f s", waited);
+    CHECK(xdev_peek_timed(h_dev, -2, &out) == XDEV_ERR_ARG, "timeout -2");
+    CHECK(xdev_peek_timed(NULL, 0, &out) == XDEV_ERR_ARG, "NULL dev");
+
+    uint64_t v = 7, in = 0;
+    CHECK_RC(xdev_irecv(h_dev, &in, sizeof in, h_prev(), TAG_PEEK, CTX_WAKE, &r));
+    h_barrier();
+    CHECK_RC(xdev_send(h_dev, &v, sizeof v, h_next(), TAG_PEEK, CTX_WAKE));
+    CHECK_RC(xdev_peek_timed(h_dev, 10000, &out));
+    CHECK(out == &r, "xdev_peek_timed handed out another request");
+    xdev_status_t st;
+    CHECK_RC(xdev_wait(&r, &st));
+    CHECK(st.error == XDEV_OK && in == 7, "the peeked receive: error %d value %llu", st.error,
+          (unsigned long long)in);
+    h_barrier();
+}
+
+void case_wakeup(void)
+{
+    wake_blocked_calls();
+    peek_timed();
+}
