@@ -88,6 +88,9 @@ enum {
     XDEV_ERR_TIMEOUT = -9,   /* xdev_peek_timed: nothing completed in time */
     XDEV_ERR_WOKEN = -10,    /* a blocked call returned because of
                               * xdev_wakeup */
+    XDEV_ERR_PEER_PENDING = -11, /* a wildcard-source receive failed because
+                              * a rank that could have sent it died
+                              * (XDEV_FLAG_WILDCARD_FAILS) */
 };
 
 /* Flags for xdev_config_t.flags. */
@@ -98,6 +101,14 @@ enum {
     /* Run a progress thread that advances transfers while the application
      * computes. Without it, progress happens inside xdev calls. */
     XDEV_FLAG_PROGRESS_THREAD = 1u << 1,
+    /* When a peer dies, every receive from XDEV_ANY_SOURCE posted at that
+     * moment fails with XDEV_ERR_PEER_PENDING, as ULFM's
+     * MPI_ERR_PROC_FAILED_PENDING: the caller learns that a sender it may
+     * have waited for is gone (xdev_peer_state says which) and posts
+     * again if it wants. Receives posted later are not failed by that
+     * death. Without the flag a wildcard receive is never failed by one
+     * peer's death. */
+    XDEV_FLAG_WILDCARD_FAILS = 1u << 2,
 };
 
 /* An opaque device: one rank's endpoint in a job. */
@@ -383,6 +394,18 @@ XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
  * microseconds. Errors: XDEV_ERR_ARG for NULL dev.
  */
 XDEV_API int xdev_wakeup(xdev_t *dev);
+
+/* What this device knows of a rank (xdev_peer_state). */
+enum {
+    XDEV_PEER_UNKNOWN = 0, /* nothing has arrived from it yet */
+    XDEV_PEER_ALIVE = 1,   /* a message from it has arrived (or it is us) */
+    XDEV_PEER_DEAD = 2,    /* it died, left, or broke the protocol: every
+                            * request naming it fails with XDEV_ERR_PEER */
+};
+
+/* XDEV_PEER_* for rank, or XDEV_ERR_ARG for a NULL dev or a rank out of
+ * range. A dead rank stays dead. */
+XDEV_API int xdev_peer_state(xdev_t *dev, int rank);
 
 /* Accessors. */
 XDEV_API int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */

@@ -286,3 +286,16 @@ int xdev_wakeup(xdev_t *d)
     xdev_wakeup_signal(d);
     return XDEV_OK;
 }
+
+int xdev_peer_state(xdev_t *d, int rank)
+{
+    if (!d || !rank_ok(d, rank))
+        return XDEV_ERR_ARG;
+    dev_lock(d);
+    const peer_t *p = &d->peers[rank];
+    int state = p->dead                          ? XDEV_PEER_DEAD
+                : p->heard || rank == d->rank    ? XDEV_PEER_ALIVE
+                                                 : XDEV_PEER_UNKNOWN;
+    dev_unlock(d);
+    return state;
+}

@@ -87,6 +87,8 @@ int config_from_env(xdev_config_t *c)
     }
     if ((v = getenv("XDEV_PROGRESS_THREAD")) && !strcmp(v, "1"))
         c->flags |= XDEV_FLAG_PROGRESS_THREAD;
+    if ((v = getenv("XDEV_WILDCARD_FAILS")) && !strcmp(v, "1"))
+        c->flags |= XDEV_FLAG_WILDCARD_FAILS;
     return rc;
 }
 
@@ -131,7 +133,8 @@ static bool transport_known(const char *name)
 
 int config_validate(const xdev_config_t *c)
 {
-    const unsigned known = XDEV_FLAG_SINGLE_THREAD | XDEV_FLAG_PROGRESS_THREAD;
+    const unsigned known = XDEV_FLAG_SINGLE_THREAD | XDEV_FLAG_PROGRESS_THREAD |
+                           XDEV_FLAG_WILDCARD_FAILS;
     if (c->size < 1 || c->rank < 0 || c->rank >= c->size || c->eager_limit > MAX_EAGER_LIMIT ||
         c->peer_timeout_ms <= 0 || c->finalize_timeout_ms < 0 || (c->flags & ~known) ||
         ((c->flags & XDEV_FLAG_SINGLE_THREAD) && (c->flags & XDEV_FLAG_PROGRESS_THREAD)))

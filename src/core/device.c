@@ -149,6 +149,7 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_TOO_LATE: return "too late to cancel: the request has begun";
     case XDEV_ERR_TIMEOUT: return "timed out: nothing completed";
     case XDEV_ERR_WOKEN: return "woken by xdev_wakeup";
+    case XDEV_ERR_PEER_PENDING: return "a rank that could have sent this wildcard receive died";
     default: return "unknown xdev error code";
     }
 }

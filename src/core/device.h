@@ -138,6 +138,7 @@ typedef struct uxmsg {
  */
 typedef struct peer {
     bool dead;
+    bool heard;         /* a message from it has arrived */
     uint8_t tp;         /* index into xdev.tps of the transport serving it */
     size_t eager_limit; /* largest eager message the peer may send us */
     uint64_t arrivals;  /* messages (eager, rendezvous offers) it sent us */

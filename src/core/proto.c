@@ -700,6 +700,7 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     rx->unexpected = false;
     if (!head_ok(d, peer, h))
         return XDEV_ERR_PEER;
+    d->peers[peer].heard = true;
     switch (h->type) {
     case XDEV_MSG_EAGER:
     case XDEV_MSG_EAGER_SYNC:
@@ -736,6 +737,7 @@ int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *pay
     if (!r)
         return 0;
     d->activity++;
+    p->heard = true;
     size_t n = recv_accept(r, peer, h->tag, len);
     r->arrival = ++p->arrivals;
     if (n)
@@ -902,8 +904,15 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     if (freed && d->ux_deferred)
         ux_retry_deferred(d);
 
+    bool wildcards = d->flags & XDEV_FLAG_WILDCARD_FAILS;
     for (uint32_t i = 0; i < d->nslots; i++) {
         xreq_t *r = d->slots[i].req;
+        if (r && wildcards && r->phase == PH_RECV_POSTED && r->peer == XDEV_ANY_SOURCE) {
+            xdev_mtable_remove(&d->posted, &r->mnode);
+            d->posted_wild[wild_kind(r->peer, r->tag)]--;
+            req_complete(d, r, XDEV_ERR_PEER_PENDING);
+            continue;
+        }
         if (!r || !waits_on(r, peer))
             continue;
         if (r->phase == PH_RECV_POSTED) {

@@ -20,8 +20,13 @@
  * refusing connections, which fails them after XDEV_PEER_TIMEOUT_MS (set to
  * 3000 by meson.build; the default is much longer). Each survivor
  * that passes writes "ok" to $XDEV_TEST_OUT/rank.<r>.
+ * xdev_peer_state says the victim is dead afterwards, and the ranks a
+ * survivor has heard from alive. With XDEV_WILDCARD_FAILS=1 the wildcard
+ * receive posted before the kill must fail instead, with
+ * XDEV_ERR_PEER_PENDING, and one posted after it must not.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +126,7 @@ int main(void)
 {
     static char ring_out[RING_LEN], ring_in[RING_LEN], small[SMALL], never[SMALL];
     xdev_t *dev = NULL;
-    xdev_request_t never_req, big_req, sync_req, ring_req;
+    xdev_request_t never_req, big_req, sync_req, ring_req, pending_req;
     xdev_status_t st;
     unsigned char *big = NULL;
     double t_kill = 0, t0, dt;
@@ -138,9 +143,15 @@ int main(void)
 
     if (rank == VICTIM) victim(dev);
 
-    /* Every survivor: a wildcard receive that one peer's death must not fail. */
+    /* Every survivor: a wildcard receive that one peer's death must not
+     * fail; or, with XDEV_WILDCARD_FAILS, one (that nothing would match)
+     * which it must fail. */
+    const char *wf = getenv("XDEV_WILDCARD_FAILS");
+    bool wildcard_fails = wf && !strcmp(wf, "1");
     memset(ring_in, 0, sizeof ring_in);
-    REQUIRE_RC(xdev_irecv(dev, ring_in, sizeof ring_in, XDEV_ANY_SOURCE, TAG_RING, CTX, &ring_req), XDEV_OK);
+    xdev_request_t *wild = wildcard_fails ? &pending_req : &ring_req;
+    REQUIRE_RC(xdev_irecv(dev, ring_in, sizeof ring_in, XDEV_ANY_SOURCE,
+                          wildcard_fails ? TAG_NEVER : TAG_RING, CTX, wild), XDEV_OK);
 
     fault_step("posting operations that involve the victim");
     if (rank == 0) {
@@ -203,8 +214,28 @@ int main(void)
         CHECK(rc == XDEV_ERR_PEER, "xdev_probe of the dead rank returned %d (%s)", rc, xdev_strerror(rc));
     }
 
+    fault_step("peer states");
+    CHECK(xdev_peer_state(dev, VICTIM) == XDEV_PEER_DEAD, "the victim's state is %d, want dead",
+          xdev_peer_state(dev, VICTIM));
+    CHECK(xdev_peer_state(dev, rank) == XDEV_PEER_ALIVE, "our own state is not alive");
+    if (rank != 0)
+        CHECK(xdev_peer_state(dev, 0) == XDEV_PEER_ALIVE, "rank 0, heard from, is %d",
+              xdev_peer_state(dev, 0));
+    CHECK_RC(xdev_peer_state(dev, size), XDEV_ERR_ARG);
+    CHECK_RC(xdev_peer_state(NULL, 0), XDEV_ERR_ARG);
+
+    if (wildcard_fails) {
+        fault_step("the wildcard receive posted before the kill");
+        rc = fault_wait_for(&pending_req, &st, WAIT_LIMIT_S, &done);
+        REQUIRE(rc == XDEV_OK && done, "the wildcard receive did not fail (rc %d)", rc);
+        CHECK(st.error == XDEV_ERR_PEER_PENDING, "wildcard receive: error %d (%s), want "
+              "XDEV_ERR_PEER_PENDING", st.error, xdev_strerror(st.error));
+        REQUIRE_RC(xdev_irecv(dev, ring_in, sizeof ring_in, XDEV_ANY_SOURCE, TAG_RING, CTX, &ring_req),
+                   XDEV_OK);
+    }
+
     /* Survivors still talk: a ring of 100 kB messages into the wildcard
-     * receives that were posted before the kill. */
+     * receives that were posted before the kill (or after it, above). */
     fault_step("ring among survivors");
     fault_fill(ring_out, RING_LEN, (uint32_t)rank);
     REQUIRE_RC(xdev_send(dev, ring_out, RING_LEN, next_survivor(rank, size), TAG_RING, CTX), XDEV_OK);
