@@ -395,6 +395,24 @@ XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
  */
 XDEV_API int xdev_wakeup(xdev_t *dev);
 
+/*
+ * Many requests with one progress pass (MPI_Testsome, Waitany, Waitsome):
+ * reqs holds n pointers to requests of one device; NULL entries are
+ * skipped (as MPI_REQUEST_NULL). Every request found complete is reaped:
+ * its index goes to idx[k] and its status to st[k] (st may be NULL), for
+ * k < *outcount, in index order. idx needs room for n entries (st too).
+ * xdev_testsome drives progress once and never blocks (*outcount may be
+ * 0); xdev_waitsome blocks until at least one has completed. With no
+ * non-NULL entry, *outcount = 0 at once. Errors: XDEV_ERR_ARG, changing
+ * nothing, for n < 0, a NULL outcount (or reqs or idx with n > 0), an entry
+ * that is not an active request, or requests of different devices;
+ * xdev_waitsome returns XDEV_ERR_WOKEN (*outcount = 0) after xdev_wakeup.
+ */
+XDEV_API int xdev_testsome(int n, xdev_request_t *const *reqs, int *outcount, int *idx,
+                           xdev_status_t *st);
+XDEV_API int xdev_waitsome(int n, xdev_request_t *const *reqs, int *outcount, int *idx,
+                           xdev_status_t *st);
+
 /* What this device knows of a rank (xdev_peer_state). */
 enum {
     XDEV_PEER_UNKNOWN = 0, /* nothing has arrived from it yet */

@@ -165,6 +165,8 @@ struct xdev {
     bool finalizing;
     uint64_t activity;      /* arrivals and finished sends, ever: a waiter
                              * that sees it move keeps spinning */
+    uint64_t completions;   /* requests completed, ever: waitsome looks at
+                             * its requests only when this moved */
 
     struct {
         const xdev_tp_ops_t *ops;

@@ -93,6 +93,7 @@ void req_complete(xdev_t *d, xreq_t *r, int err)
     if (r->flags & F_MEM)
         proto_release_mem(d, r);
     r->phase = PH_DONE;
+    d->completions++;
     if (r->flags & F_PRIVATE)
         return;
     r->flags |= F_IN_CQ;

@@ -20,5 +20,6 @@ void case_self(void);
 void case_mprobe(void);
 void case_cancel(void);
 void case_wakeup(void);
+void case_some(void);
 
 #endif

@@ -25,6 +25,7 @@ static const struct {
     {"mprobe", case_mprobe},
     {"cancel", case_cancel},
     {"wakeup", case_wakeup},
+    {"some", case_some},
 };
 
 int main(int argc, char **argv)

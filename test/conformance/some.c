@@ -1,0 +1,127 @@
+/*
+ * some.c - case "some": xdev_testsome and xdev_waitsome.
+ *
+ *  - 10,000 receives (NULL entries among them) are completed with
+ *    testsome: every request is reported exactly once, under its own
+ *    index, with its own status, and reaped.
+ *  - waitsome over eager and rendezvous receives blocks until at least one
+ *    is done, the same way.
+ *  - A list with a request that is not active is refused with
+ *    XDEV_ERR_ARG and nothing changes; an all-NULL list reports 0.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+#include "harness.h"
+
+enum { CTX_SOME = 97, NTEST = 10000, NWAIT = 64 };
+
+static void drain(int n, xdev_request_t **ptrs, int *tags, bool wait, const char *what)
+{
+    int *idx = h_malloc((size_t)n * sizeof *idx), left = 0;
+    xdev_status_t *st = h_malloc((size_t)n * sizeof *st);
+    unsigned char *seen = calloc((size_t)n, 1);
+    for (int i = 0; i < n; i++)
+        left += ptrs[i] != NULL;
+    while (left > 0) {
+        int out = -1;
+        CHECK_RC(wait ? xdev_waitsome(n, ptrs, &out, idx, st)
+                      : xdev_testsome(n, ptrs, &out, idx, st));
+        CHECK(out >= 0 && out <= left, "%s: outcount %d with %d left", what, out, left);
+        CHECK(!wait || out > 0, "%s: waitsome returned nothing", what);
+        for (int k = 0; k < out; k++) {
+            int i = idx[k];
+            CHECK(i >= 0 && i < n && ptrs[i] && !seen[i], "%s: index %d reported twice or "
+                  "for a NULL entry", what, i);
+            CHECK(k == 0 || idx[k - 1] < i, "%s: indices out of order", what);
+            CHECK(st[k].error == XDEV_OK && st[k].tag == tags[i] && st[k].source == h_prev(),
+                  "%s: index %d: error %d tag %d (want %d) source %d", what, i, st[k].error,
+                  st[k].tag, tags[i], st[k].source);
+            seen[i] = 1;
+            ptrs[i] = NULL; /* reaped: as MPI sets MPI_REQUEST_NULL */
+        }
+        left -= out;
+    }
+    free(idx);
+    free(st);
+    free(seen);
+}
+
+static void testsome_many(void)
+{
+    h_phase("some: testsome over %d receives", NTEST);
+    xdev_request_t *reqs = h_malloc(NTEST * sizeof *reqs);
+    xdev_request_t **ptrs = h_malloc(NTEST * sizeof *ptrs);
+    int *tags = h_malloc(NTEST * sizeof *tags);
+    uint32_t *in = h_malloc(NTEST * sizeof *in);
+    for (int i = 0; i < NTEST; i++) {
+        tags[i] = i;
+        ptrs[i] = i % 97 == 5 ? NULL : &reqs[i];
+        if (ptrs[i])
+            CHECK_RC(xdev_irecv(h_dev, &in[i], sizeof in[i], h_prev(), i, CTX_SOME, &reqs[i]));
+    }
+    h_barrier();
+    for (uint32_t i = 0; i < NTEST; i++)
+        if (i % 97 != 5)
+            CHECK_RC(xdev_send(h_dev, &i, sizeof i, h_next(), (int)i, CTX_SOME));
+    drain(NTEST, ptrs, tags, false, "testsome");
+    for (uint32_t i = 0; i < NTEST; i++)
+        CHECK(i % 97 == 5 || in[i] == i, "receive %u holds %u", i, in[i]);
+    free(reqs);
+    free(ptrs);
+    free(tags);
+    free(in);
+    h_barrier();
+}
+
+static void waitsome_mixed(void)
+{
+    h_phase("some: waitsome over %d eager and rendezvous receives", NWAIT);
+    size_t big = h_eager + 100;
+    unsigned char *sb = h_malloc(big), *rb = h_malloc(big * NWAIT);
+    xdev_request_t reqs[NWAIT], *ptrs[NWAIT];
+    int tags[NWAIT];
+    for (int i = 0; i < NWAIT; i++) {
+        tags[i] = 1000 + i;
+        ptrs[i] = &reqs[i];
+        CHECK_RC(xdev_irecv(h_dev, rb + (size_t)i * big, big, h_prev(), tags[i], CTX_SOME, &reqs[i]));
+    }
+    h_barrier();
+    for (int i = NWAIT - 1; i >= 0; i--) /* the last posted is sent first */
+        CHECK_RC(xdev_send(h_dev, sb, i % 3 ? 10 : big, h_next(), 1000 + i, CTX_SOME));
+    drain(NWAIT, ptrs, tags, true, "waitsome");
+    free(sb);
+    free(rb);
+    h_barrier();
+}
+
+static void refused(void)
+{
+    h_phase("some: bad lists");
+    xdev_request_t r, idle, *ptrs[3] = { &r, NULL, &idle };
+    memset(&idle, 0, sizeof idle);
+    int idx[3], out = 77;
+    CHECK_RC(xdev_irecv(h_dev, NULL, 0, h_prev(), 5, CTX_SOME, &r));
+    CHECK(xdev_testsome(3, ptrs, &out, idx, NULL) == XDEV_ERR_ARG && out == 77,
+          "a list with an idle request was not refused, or changed outcount");
+    CHECK(xdev_testsome(1, ptrs, NULL, idx, NULL) == XDEV_ERR_ARG, "NULL outcount");
+    CHECK(xdev_testsome(-1, ptrs, &out, idx, NULL) == XDEV_ERR_ARG, "n < 0");
+    xdev_request_t *nulls[2] = { NULL, NULL };
+    CHECK_RC(xdev_waitsome(2, nulls, &out, idx, NULL));
+    CHECK(out == 0, "an all-NULL list reported %d", out);
+    /* r is untouched by the refusals: it still completes */
+    CHECK_RC(xdev_send(h_dev, NULL, 0, h_next(), 5, CTX_SOME));
+    xdev_status_t st;
+    CHECK_RC(xdev_wait(&r, &st));
+    CHECK_STATUS(&st, h_prev(), 5, CTX_SOME, XDEV_OK, 0, "receive after refused lists");
+    h_barrier();
+}
+
+void case_some(void)
+{
+    testsome_many();
+    waitsome_mixed();
+    refused();
+}
