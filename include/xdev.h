@@ -425,6 +425,37 @@ enum {
  * range. A dead rank stays dead. */
 XDEV_API int xdev_peer_state(xdev_t *dev, int rank);
 
+/*
+ * Counters of a device, for tools and tuning (xdev-bench, an MPI's
+ * MPI_T). Like xdev_config_t, the struct says its own size: call
+ * xdev_stats (a macro passing the caller's sizeof) or, from an FFI,
+ * xdev_stats_size with the size of its own layout; exactly that many
+ * bytes are written. Messages are the caller's messages (a rendezvous
+ * counts once, with its whole length), by the transport that carried
+ * them; messages to oneself are counted apart.
+ */
+#define XDEV_STATS_MAX_TRANSPORTS 4
+typedef struct xdev_stats {
+    size_t struct_size;          /* set by xdev_stats */
+    int ntransports;             /* entries of transport[] in use */
+    struct xdev_stats_transport {
+        char name[16];           /* "shm", "tcp", "ibv", "ofi" */
+        uint64_t msgs_sent, bytes_sent;
+        uint64_t msgs_received, bytes_received;
+    } transport[XDEV_STATS_MAX_TRANSPORTS];
+    uint64_t self_msgs;          /* sends to one's own rank */
+    uint64_t rendezvous_sent;    /* messages sent by rendezvous */
+    uint64_t rendezvous_received;
+    size_t unexpected_bytes;     /* unexpected-message memory held now */
+    size_t unexpected_peak;      /* the most it ever held */
+    int peers_dead;              /* ranks seen dead */
+} xdev_stats_t;
+
+/* Fill *stats (see xdev_stats_t). XDEV_ERR_ARG for a NULL dev or stats or
+ * a size smaller than this release's struct. */
+XDEV_API int xdev_stats_size(xdev_t *dev, xdev_stats_t *stats, size_t size);
+#define xdev_stats(dev, stats) xdev_stats_size((dev), (stats), sizeof(xdev_stats_t))
+
 /* Accessors. */
 XDEV_API int xdev_rank(const xdev_t *dev); /* this process's rank, or XDEV_ERR_ARG */
 XDEV_API int xdev_size(const xdev_t *dev); /* number of ranks, or XDEV_ERR_ARG */

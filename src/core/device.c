@@ -132,6 +132,36 @@ int xdev_finalize(xdev_t *d)
     return rc;
 }
 
+int xdev_stats_size(xdev_t *d, xdev_stats_t *stats, size_t size)
+{
+    if (!d || !stats || size < sizeof *stats)
+        return XDEV_ERR_ARG;
+    xdev_stats_t st;
+    memset(&st, 0, sizeof st);
+    dev_lock(d);
+    st.ntransports = d->ntps;
+    for (int i = 0; i < d->ntps && i < XDEV_STATS_MAX_TRANSPORTS; i++) {
+        struct xdev_stats_transport *t = &st.transport[i];
+        snprintf(t->name, sizeof t->name, "%s", d->tps[i].ops->name);
+        t->msgs_sent = d->tps[i].msgs_sent;
+        t->bytes_sent = d->tps[i].bytes_sent;
+        t->msgs_received = d->tps[i].msgs_received;
+        t->bytes_received = d->tps[i].bytes_received;
+    }
+    st.self_msgs = d->self_msgs;
+    st.rendezvous_sent = d->rndz_sent;
+    st.rendezvous_received = d->rndz_received;
+    st.unexpected_bytes = d->ux_bytes;
+    st.unexpected_peak = d->ux_peak;
+    for (int r = 0; r < d->size; r++)
+        st.peers_dead += d->peers[r].dead;
+    dev_unlock(d);
+    st.struct_size = size;
+    memcpy(stats, &st, sizeof st);
+    memset((char *)stats + sizeof st, 0, size - sizeof st);
+    return XDEV_OK;
+}
+
 int xdev_rank(const xdev_t *d) { return d ? d->rank : XDEV_ERR_ARG; }
 int xdev_size(const xdev_t *d) { return d ? d->size : XDEV_ERR_ARG; }
 

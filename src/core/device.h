@@ -171,7 +171,9 @@ struct xdev {
     struct {
         const xdev_tp_ops_t *ops;
         xdev_tp_t *tp;
+        uint64_t msgs_sent, bytes_sent, msgs_received, bytes_received;
     } tps[XDEV_MAX_TRANSPORTS];
+    uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
     peer_t *peers;
 
@@ -208,6 +210,19 @@ static inline void dev_unlock(xdev_t *d)
 {
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_unlock(&d->lock);
+}
+
+/* Count a message to or from peer (never our own rank) in its transport's
+ * figures for xdev_stats. */
+static inline void count_sent(xdev_t *d, int peer, size_t len)
+{
+    d->tps[d->peers[peer].tp].msgs_sent++;
+    d->tps[d->peers[peer].tp].bytes_sent += len;
+}
+static inline void count_received(xdev_t *d, int peer, size_t len)
+{
+    d->tps[d->peers[peer].tp].msgs_received++;
+    d->tps[d->peers[peer].tp].bytes_received += len;
 }
 
 /* The transport that carries traffic to peer (never our own rank). */

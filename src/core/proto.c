@@ -432,7 +432,10 @@ int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int
     xdev_head_t h;
     head_init(&h, d, dst, tag, ctx, XDEV_MSG_EAGER);
     op_build(&op, &h, buf, len);
-    return ops->inject(peer_tp(d, dst), dst, &op) == 1;
+    if (ops->inject(peer_tp(d, dst), dst, &op) != 1)
+        return 0;
+    count_sent(d, dst, len);
+    return 1;
 }
 
 int proto_send(xdev_t *d, xreq_t *s, bool sync)
@@ -441,14 +444,19 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
         s->flags |= F_SYNC;
     s->status.count = s->len;
     s->status.msg_len = s->len;
-    if (s->peer == d->rank)
+    if (s->peer == d->rank) {
+        d->self_msgs++;
         return self_send(d, s, sync);
+    }
     if (d->peers[s->peer].dead) {
         req_complete(d, s, XDEV_ERR_PEER);
         return XDEV_OK;
     }
-    if (s->len > d->cfg.eager_limit)
+    count_sent(d, s->peer, s->len);
+    if (s->len > d->cfg.eager_limit) {
+        d->rndz_sent++;
         return rndz_start(d, s);
+    }
     xdev_head_t h;
     head_init(&h, d, s->peer, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER);
     h.f[0] = s->id;
@@ -559,6 +567,8 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     if (p->cut != UINT64_MAX)
         return XDEV_ERR_PEER; /* its stream broke: nothing after it counts */
     uint64_t arrival = ++p->arrivals;
+    count_received(d, peer, msglen);
+    d->rndz_received += offer;
 
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
     if (r) {
@@ -738,6 +748,7 @@ int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *pay
         return 0;
     d->activity++;
     p->heard = true;
+    count_received(d, peer, len);
     size_t n = recv_accept(r, peer, h->tag, len);
     r->arrival = ++p->arrivals;
     if (n)

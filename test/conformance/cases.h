@@ -21,5 +21,6 @@ void case_mprobe(void);
 void case_cancel(void);
 void case_wakeup(void);
 void case_some(void);
+void case_stats(void);
 
 #endif

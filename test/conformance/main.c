@@ -26,6 +26,7 @@ static const struct {
     {"cancel", case_cancel},
     {"wakeup", case_wakeup},
     {"some", case_some},
+    {"stats", case_stats},
 };
 
 int main(int argc, char **argv)
