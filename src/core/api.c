@@ -88,10 +88,12 @@ static bool still_ours(xdev_t *d, const struct waited *w)
     return req_is_active(w->r) && w->r->id == w->id && req_lookup(d, w->id) == w->r;
 }
 
+/* Polled on every spin, so only the phase: a request another thread
+ * reaped meanwhile was done first, and ownership is checked after. */
 static bool req_done(xdev_t *d, void *arg)
 {
-    const struct waited *w = arg;
-    return !still_ours(d, w) || w->r->phase == PH_DONE;
+    (void)d;
+    return ((const struct waited *)arg)->r->phase == PH_DONE;
 }
 
 /* The device of an active request; NULL for storage that holds none. */
@@ -294,7 +296,7 @@ int xdev_peer_state(xdev_t *d, int rank)
     dev_lock(d);
     const peer_t *p = &d->peers[rank];
     int state = p->dead                          ? XDEV_PEER_DEAD
-                : p->heard || rank == d->rank    ? XDEV_PEER_ALIVE
+                : p->arrivals || rank == d->rank ? XDEV_PEER_ALIVE
                                                  : XDEV_PEER_UNKNOWN;
     dev_unlock(d);
     return state;

@@ -140,21 +140,25 @@ int xdev_stats_size(xdev_t *d, xdev_stats_t *stats, size_t size)
     memset(&st, 0, sizeof st);
     dev_lock(d);
     st.ntransports = d->ntps;
-    for (int i = 0; i < d->ntps && i < XDEV_STATS_MAX_TRANSPORTS; i++) {
-        struct xdev_stats_transport *t = &st.transport[i];
-        snprintf(t->name, sizeof t->name, "%s", d->tps[i].ops->name);
-        t->msgs_sent = d->tps[i].msgs_sent;
-        t->bytes_sent = d->tps[i].bytes_sent;
-        t->msgs_received = d->tps[i].msgs_received;
-        t->bytes_received = d->tps[i].bytes_received;
+    for (int i = 0; i < d->ntps && i < XDEV_STATS_MAX_TRANSPORTS; i++)
+        snprintf(st.transport[i].name, sizeof st.transport[i].name, "%s", d->tps[i].ops->name);
+    /* counted per peer, where the hot paths already are */
+    for (int r = 0; r < d->size; r++) {
+        const peer_t *p = &d->peers[r];
+        if (r == d->rank || p->tp >= XDEV_STATS_MAX_TRANSPORTS)
+            continue;
+        struct xdev_stats_transport *t = &st.transport[p->tp];
+        t->msgs_sent += p->msgs_sent;
+        t->bytes_sent += p->bytes_sent;
+        t->msgs_received += p->arrivals;
+        t->bytes_received += p->bytes_received;
+        st.peers_dead += p->dead;
     }
     st.self_msgs = d->self_msgs;
     st.rendezvous_sent = d->rndz_sent;
     st.rendezvous_received = d->rndz_received;
     st.unexpected_bytes = d->ux_bytes;
     st.unexpected_peak = d->ux_peak;
-    for (int r = 0; r < d->size; r++)
-        st.peers_dead += d->peers[r].dead;
     dev_unlock(d);
     st.struct_size = size;
     memcpy(stats, &st, sizeof st);

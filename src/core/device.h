@@ -138,10 +138,12 @@ typedef struct uxmsg {
  */
 typedef struct peer {
     bool dead;
-    bool heard;         /* a message from it has arrived */
+    bool ordering;      /* open or cut: its receives take the ordered
+                         * path (recv_order.c); else they need not */
     uint8_t tp;         /* index into xdev.tps of the transport serving it */
     size_t eager_limit; /* largest eager message the peer may send us */
     uint64_t arrivals;  /* messages (eager, rendezvous offers) it sent us */
+    uint64_t bytes_received, msgs_sent, bytes_sent; /* for xdev_stats */
     uint64_t cut;       /* arrival number of its first lost message, or
                          * UINT64_MAX while nothing is lost */
     struct xreq *open;  /* by arrival: see above */
@@ -171,7 +173,6 @@ struct xdev {
     struct {
         const xdev_tp_ops_t *ops;
         xdev_tp_t *tp;
-        uint64_t msgs_sent, bytes_sent, msgs_received, bytes_received;
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
@@ -210,19 +211,6 @@ static inline void dev_unlock(xdev_t *d)
 {
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_unlock(&d->lock);
-}
-
-/* Count a message to or from peer (never our own rank) in its transport's
- * figures for xdev_stats. */
-static inline void count_sent(xdev_t *d, int peer, size_t len)
-{
-    d->tps[d->peers[peer].tp].msgs_sent++;
-    d->tps[d->peers[peer].tp].bytes_sent += len;
-}
-static inline void count_received(xdev_t *d, int peer, size_t len)
-{
-    d->tps[d->peers[peer].tp].msgs_received++;
-    d->tps[d->peers[peer].tp].bytes_received += len;
 }
 
 /* The transport that carries traffic to peer (never our own rank). */
@@ -286,7 +274,8 @@ void order_open(xdev_t *d, xreq_t *r);            /* matched rendezvous */
 void order_done(xdev_t *d, xreq_t *r);            /* its data is in */
 void order_fail(xdev_t *d, xreq_t *r, int err);   /* it failed */
 uint64_t order_first_open(const peer_t *p);       /* UINT64_MAX if none */
-void order_sender_failed(xdev_t *d, int peer);    /* fail its open and held */
+/* the sender died: its stream is cut at `cut`; fail its open and held */
+void order_sender_failed(xdev_t *d, int peer, uint64_t cut);
 
 /* progress.c */
 void progress_once(xdev_t *d);

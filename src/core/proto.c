@@ -434,7 +434,8 @@ int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int
     op_build(&op, &h, buf, len);
     if (ops->inject(peer_tp(d, dst), dst, &op) != 1)
         return 0;
-    count_sent(d, dst, len);
+    d->peers[dst].msgs_sent++;
+    d->peers[dst].bytes_sent += len;
     return 1;
 }
 
@@ -448,11 +449,13 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
         d->self_msgs++;
         return self_send(d, s, sync);
     }
-    if (d->peers[s->peer].dead) {
+    peer_t *p = &d->peers[s->peer];
+    if (p->dead) {
         req_complete(d, s, XDEV_ERR_PEER);
         return XDEV_OK;
     }
-    count_sent(d, s->peer, s->len);
+    p->msgs_sent++;
+    p->bytes_sent += s->len;
     if (s->len > d->cfg.eager_limit) {
         d->rndz_sent++;
         return rndz_start(d, s);
@@ -567,7 +570,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     if (p->cut != UINT64_MAX)
         return XDEV_ERR_PEER; /* its stream broke: nothing after it counts */
     uint64_t arrival = ++p->arrivals;
-    count_received(d, peer, msglen);
+    p->bytes_received += msglen;
     d->rndz_received += offer;
 
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
@@ -710,7 +713,6 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     rx->unexpected = false;
     if (!head_ok(d, peer, h))
         return XDEV_ERR_PEER;
-    d->peers[peer].heard = true;
     switch (h->type) {
     case XDEV_MSG_EAGER:
     case XDEV_MSG_EAGER_SYNC:
@@ -741,16 +743,15 @@ int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *pay
     /* Anything the two steps would reject or treat specially goes there. */
     peer_t *p = &d->peers[peer];
     if (h->type != XDEV_MSG_EAGER || !head_ok(d, peer, h) || len > p->eager_limit ||
-        d->finalizing || p->open || p->cut != UINT64_MAX)
+        d->finalizing || p->ordering)
         return 0;
     xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
     if (!r)
         return 0;
     d->activity++;
-    p->heard = true;
-    count_received(d, peer, len);
     size_t n = recv_accept(r, peer, h->tag, len);
     r->arrival = ++p->arrivals;
+    p->bytes_received += len;
     if (n)
         memcpy(r->buf, payload, n);
     req_complete(d, r, XDEV_OK); /* nothing is open from p: in order */
@@ -888,8 +889,7 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     for (uxmsg_t *e = d->ux_head; e; e = e->next)
         if (e->src == peer && !ux_complete(e) && e->arrival < cut)
             cut = e->arrival;
-    p->cut = cut;
-    order_sender_failed(d, peer);
+    order_sender_failed(d, peer, cut);
 
     /* First take every entry past the cut out of the deferred set, so that
      * freeing memory below resumes none of them. */

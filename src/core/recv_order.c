@@ -47,6 +47,13 @@ static peer_t *sender_of(xdev_t *d, const xreq_t *r)
     return &d->peers[r->status.source];
 }
 
+/* Receives from p need this file's care while something of it is open or
+ * its stream is cut; the fast paths test this one flag. */
+static void update(peer_t *p)
+{
+    p->ordering = p->open || p->cut != UINT64_MAX;
+}
+
 /* A receive after the sender's cut never delivers: its message is lost
  * with everything after it. */
 static void fail_lost(xdev_t *d, xreq_t *r)
@@ -72,8 +79,10 @@ static void release_held(xdev_t *d, peer_t *p)
 
 void order_open(xdev_t *d, xreq_t *r)
 {
+    peer_t *p = sender_of(d, r);
     r->flags |= F_OPEN;
-    list_insert(&sender_of(d, r)->open, r);
+    list_insert(&p->open, r);
+    p->ordering = true;
 }
 
 static void close_open(peer_t *p, xreq_t *r)
@@ -81,13 +90,14 @@ static void close_open(peer_t *p, xreq_t *r)
     if (r->flags & F_OPEN) {
         list_remove(&p->open, r);
         r->flags &= (uint8_t)~F_OPEN;
+        update(p);
     }
 }
 
 void order_done(xdev_t *d, xreq_t *r)
 {
     peer_t *p = sender_of(d, r);
-    if (!p->open) { /* the usual case: nothing under way from this sender */
+    if (!p->ordering) { /* the usual case: nothing under way from this sender */
         req_complete(d, r, XDEV_OK);
         return;
     }
@@ -110,8 +120,10 @@ void order_fail(xdev_t *d, xreq_t *r, int err)
     close_open(p, r);
     /* A receive that failed with its sender (before the transport has
      * told us the sender is gone) cuts the stream there. */
-    if (err == XDEV_ERR_PEER && r->arrival < p->cut)
+    if (err == XDEV_ERR_PEER && r->arrival < p->cut) {
         p->cut = r->arrival;
+        p->ordering = true;
+    }
     req_complete(d, r, err);
     release_held(d, p);
 }
@@ -121,9 +133,11 @@ uint64_t order_first_open(const peer_t *p)
     return p->open ? p->open->arrival : UINT64_MAX;
 }
 
-void order_sender_failed(xdev_t *d, int peer)
+void order_sender_failed(xdev_t *d, int peer, uint64_t cut)
 {
     peer_t *p = &d->peers[peer];
+    p->cut = cut;
+    p->ordering = true;
     /* Everything held is behind an open receive, so behind the cut. */
     while (p->open) {
         xreq_t *r = p->open;
