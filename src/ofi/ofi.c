@@ -28,10 +28,11 @@ void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p)
 
 /* p is gone: hand back what we queued for it, forget what it sent that
  * the core has not taken, then tell the core. */
-void ofi_peer_fail(xdev_tp_t *tp, ofi_peer_t *p)
+void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
 {
     if (p->failed)
         return;
+    ofi_say("rank %d: peer %d failed (%s, ofi line %d)", tp->rank, p->rank, where, line);
     p->failed = true;
     ofi_tx_fail_all(tp, p);
     ofi_rx_drop(tp, p);
@@ -88,13 +89,9 @@ static void on_error(xdev_tp_t *tp)
             : is_txctx(tp, err.op_context) ? "a send or rma"
                                            : "no context of ours");
     if (is_rxbuf(tp, err.op_context)) {
-        /* A frame too long for a buffer (nobody we serve sends one) or a
-         * receive the provider gave up on: the buffer goes back. Which
-         * peer it was filling is unknown, and that peer's own sends fail
-         * if it is gone. */
-        ofi_rxbuf_t *b = err.op_context;
-        b->next = tp->unposted;
-        tp->unposted = b;
+        /* Which peer it was filling is unknown; that peer's own sends
+         * fail if it is gone. */
+        ofi_rx_failed(tp, err.op_context);
     } else if (is_txctx(tp, err.op_context)) {
         ofi_tx_complete(tp, err.op_context, false);
     }

@@ -77,6 +77,7 @@ typedef struct ofi_rxbuf {
     struct fi_context2 fctx; /* first: the completion's op_context */
     struct ofi_rxbuf *next;  /* a peer's backlog */
     size_t len;              /* bytes the frame filled */
+    bool posted;             /* the provider holds it (ofi_rx.c) */
     uint8_t data[OFI_BUF_BYTES];
 } ofi_rxbuf_t;
 
@@ -185,6 +186,7 @@ struct xdev_tp {
     int credits;          /* per peer */
     ofi_peer_t *service;  /* peers to look at in the next progress call */
     ofi_rxbuf_t *unposted; /* buffers the endpoint refused for now */
+    size_t retired;       /* receive buffers given up after an error */
     unsigned polls;
     uint64_t now_ms;      /* coarse, refreshed by the timers */
     uint64_t next_timer_ms;
@@ -223,6 +225,7 @@ bool ofi_tx_idle(const ofi_peer_t *p);
 int ofi_rx_pool_open(xdev_tp_t *tp);
 void ofi_rx_pool_close(xdev_tp_t *tp);
 void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len);
+void ofi_rx_failed(xdev_tp_t *tp, ofi_rxbuf_t *b);
 void ofi_rx_drain(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_rx_drop(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_rx_repost_all(xdev_tp_t *tp);
@@ -241,6 +244,8 @@ int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct f
 
 /* ofi.c */
 void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p);
-void ofi_peer_fail(xdev_tp_t *tp, ofi_peer_t *p);
+/* Fail p; XDEV_OFI_VERBOSE says where it was decided. */
+void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line);
+#define ofi_peer_fail(tp, p) ofi_peer_fail_at((tp), (p), __func__, __LINE__)
 
 #endif

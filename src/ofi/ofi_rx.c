@@ -22,10 +22,34 @@
 
 static void post(xdev_tp_t *tp, ofi_rxbuf_t *b)
 {
-    if (fi_recv(tp->ep, b->data, OFI_BUF_BYTES, tp->rx_desc, FI_ADDR_UNSPEC, b) != 0) {
+    b->posted = fi_recv(tp->ep, b->data, OFI_BUF_BYTES, tp->rx_desc, FI_ADDR_UNSPEC, b) == 0;
+    if (!b->posted) {
         b->next = tp->unposted;
         tp->unposted = b;
     }
+}
+
+/*
+ * The provider failed a posted receive: a frame too long for a buffer
+ * (nobody we serve sends one), or, with tcp;ofi_rxm, a receive it had
+ * matched to a frame of a peer whose connection broke. tcp;ofi_rxm can
+ * report such a receive failed twice, the second time after we could have
+ * posted the buffer again: put back, it would then be posted twice, and
+ * two frames of live peers would land in one buffer (seen as frames out of
+ * sequence and corrupted messages from live peers when a third rank died).
+ * So a failed buffer is never posted again, and a report for a buffer the
+ * provider does not hold is ignored. The pool has a buffer for every
+ * credit; a frame that finds none waits in the provider, and a job loses a
+ * few buffers only when peers die.
+ */
+void ofi_rx_failed(xdev_tp_t *tp, ofi_rxbuf_t *b)
+{
+    if (!b->posted)
+        return;
+    b->posted = false;
+    tp->retired++;
+    ofi_say("rank %d: receive buffer %zu retired after an error (%zu so far)", tp->rank,
+            (size_t)(b - tp->rxbufs), tp->retired);
 }
 
 void ofi_rx_repost_all(xdev_tp_t *tp)
@@ -232,6 +256,9 @@ static void in_sequence(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b)
  * until the sequence reaches them. */
 void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len)
 {
+    if (!b->posted)
+        return; /* see ofi_rx_failed */
+    b->posted = false;
     b->len = len;
     b->next = NULL;
     uint32_t src = len >= OFI_HDR ? xdev_get_le32(b->data + 4) : UINT32_MAX;
