@@ -147,24 +147,25 @@ size_t fault_verify(const void *buf, size_t len, uint32_t seed)
 int fault_barrier_skip(xdev_t *dev, int skip)
 {
     int rank = xdev_rank(dev), size = xdev_size(dev), rc;
+    int root = skip == 0 ? 1 : 0; /* the lowest rank taking part */
     char token = 'b';
     const char *saved = current_step;
     current_step = "fault_barrier";
-    if (rank == 0) {
-        for (int r = 1; r < size; r++) {
-            if (r == skip) continue;
+    if (rank == root) {
+        for (int r = 0; r < size; r++) {
+            if (r == skip || r == root) continue;
             rc = xdev_recv(dev, &token, 1, r, 0, FAULT_BARRIER_CTX, NULL);
             if (rc != XDEV_OK) return rc;
         }
-        for (int r = 1; r < size; r++) {
-            if (r == skip) continue;
+        for (int r = 0; r < size; r++) {
+            if (r == skip || r == root) continue;
             rc = xdev_send(dev, &token, 1, r, 0, FAULT_BARRIER_CTX);
             if (rc != XDEV_OK) return rc;
         }
     } else {
-        rc = xdev_send(dev, &token, 1, 0, 0, FAULT_BARRIER_CTX);
+        rc = xdev_send(dev, &token, 1, root, 0, FAULT_BARRIER_CTX);
         if (rc != XDEV_OK) return rc;
-        rc = xdev_recv(dev, &token, 1, 0, 0, FAULT_BARRIER_CTX, NULL);
+        rc = xdev_recv(dev, &token, 1, root, 0, FAULT_BARRIER_CTX, NULL);
         if (rc != XDEV_OK) return rc;
     }
     current_step = saved;

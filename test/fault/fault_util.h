@@ -84,8 +84,8 @@ void fault_fill(void *buf, size_t len, uint32_t seed);
 size_t fault_verify(const void *buf, size_t len, uint32_t seed);
 
 /* Barrier over xdev messages rooted at rank 0. fault_barrier_skip leaves
- * out one rank (a dead one); skip = -1 leaves out nobody. Returns the first
- * xdev error, XDEV_OK otherwise. */
+ * out one rank (a dead one), rooted at rank 1 when that is rank 0; skip =
+ * -1 leaves out nobody. Returns the first xdev error, XDEV_OK otherwise. */
 int fault_barrier(xdev_t *dev);
 int fault_barrier_skip(xdev_t *dev, int skip);
 
