@@ -87,6 +87,10 @@ while read -r t; do
             np=${t#peer-kill-np}
             XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
                 "$XDEVRUN" "$np" "$B/test/fault/fault_peer_kill" ;;
+        random-kill|random-stop)
+            # smaller than on the host: the VM emulates its CPUs
+            XDEV_TRANSPORT=ibv run "$t" 200 bash "$SRC/test/fault/run_random_kill.sh" "$XDEVRUN" \
+                "$B/test/fault/fault_random_kill" "${t#random-}" 40 3 4 ;;
         stale-reg-*)
             XDEV_IBV_RNDZ=${t#stale-reg-} XDEV_REGCACHE=uffd run "$t" 150 "$XDEVRUN" --timeout 140 \
                 -n 2 "$B/test/ibv/ibv-stale-reg" ;;
