@@ -90,7 +90,7 @@ while read -r t; do
         random-kill|random-stop)
             # smaller than on the host: the VM emulates its CPUs
             XDEV_TRANSPORT=ibv run "$t" 200 bash "$SRC/test/fault/run_random_kill.sh" "$XDEVRUN" \
-                "$B/test/fault/fault_random_kill" "${t#random-}" 40 3 4 ;;
+                "$B/test/fault/fault_random_kill" "${t#random-}" 30 3 4 ;;
         stale-reg-*)
             XDEV_IBV_RNDZ=${t#stale-reg-} XDEV_REGCACHE=uffd run "$t" 150 "$XDEVRUN" --timeout 140 \
                 -n 2 "$B/test/ibv/ibv-stale-reg" ;;
