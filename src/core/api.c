@@ -212,16 +212,22 @@ static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *
     st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 
-int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t *st)
+uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx)
 {
-    if (!d || !found || !st || !match_args_ok(d, src, tag, ctx))
-        return XDEV_ERR_ARG;
-    dev_lock(d);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (!e) {
         progress_once(d);
         e = proto_probe(d, src, tag, ctx);
     }
+    return e;
+}
+
+int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t *st)
+{
+    if (!d || !found || !st || !match_args_ok(d, src, tag, ctx))
+        return XDEV_ERR_ARG;
+    dev_lock(d);
+    uxmsg_t *e = probe_now(d, src, tag, ctx);
     *found = e != NULL;
     if (e)
         fill_probe_status(d, e, st);

@@ -9,7 +9,7 @@
 #include "device.h"
 #include "introspect.h"
 
-static void device_free(xdev_t *d)
+void device_free(xdev_t *d)
 {
     while (d->ux_head) {
         uxmsg_t *e = d->ux_head;

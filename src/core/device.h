@@ -223,6 +223,10 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
     return d->tps[d->peers[peer].tp].tp;
 }
 
+/* device.c: free a device's memory, the unexpected queue with it (its
+ * transports already closed). */
+void device_free(xdev_t *d);
+
 /* request.c */
 int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx);
 void req_complete(xdev_t *d, xreq_t *r, int err);
@@ -265,6 +269,9 @@ struct probe_args {
 /* progress_until's test for a blocking probe: something matches, or the
  * named source is dead. */
 bool probe_done(xdev_t *d, void *arg);
+/* A nonblocking probe's look: the unexpected queue, and again after one
+ * progress pass if nothing matched. Lock held. */
+uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx);
 /* A blocking call's wait on its own request (rc: the post's result). */
 int wait_result(int rc, xdev_request_t *req, xdev_status_t *st);
 

@@ -44,11 +44,7 @@ int xdev_improbe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_message_
     if (!d || !found || !msg || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
     dev_lock(d);
-    uxmsg_t *e = proto_probe(d, src, tag, ctx);
-    if (!e) {
-        progress_once(d);
-        e = proto_probe(d, src, tag, ctx);
-    }
+    uxmsg_t *e = probe_now(d, src, tag, ctx);
     *found = e != NULL;
     int rc = XDEV_OK;
     if (e)

@@ -6,15 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "match.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                 \
-        }                                                               \
-    } while (0)
 
 static void test_fifo_and_keys(void)
 {

@@ -16,15 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                 \
-        }                                                               \
-    } while (0)
 
 enum { ME = 0, PEER = 1, CTX = 3, BIG = 1000 };
 
@@ -44,6 +37,7 @@ static xdev_t *new_dev(void)
     d->rank = ME;
     d->size = 2;
     d->flags = XDEV_FLAG_SINGLE_THREAD;
+    d->wake_fd = -1;
     d->cfg.unexpected_limit = 1 << 20;
     d->cfg.eager_limit = 64;
     d->tps[0].ops = &fake_ops;
@@ -60,17 +54,7 @@ static xdev_t *new_dev(void)
 
 static void free_dev(xdev_t *d)
 {
-    while (d->ux_head) {
-        uxmsg_t *e = d->ux_head;
-        d->ux_head = e->next;
-        free(e->data);
-        free(e);
-    }
-    xdev_mtable_destroy(&d->posted);
-    xdev_mtable_destroy(&d->unexpected);
-    req_table_destroy(d);
-    free(d->peers);
-    free(d);
+    device_free(d);
 }
 
 /* One message from PEER through both steps of the seam. */

@@ -16,15 +16,8 @@
 #include <sys/mman.h>
 #include "regcache.h"
 #include "xdev.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(c)                                                                       \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);      \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
 
 static uint64_t next_id, live;
 

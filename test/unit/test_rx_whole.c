@@ -11,15 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                 \
-        }                                                               \
-    } while (0)
 
 enum { ME = 0, PEER = 1, TAG = 5, CTX = 3, LIMIT = 64 };
 
