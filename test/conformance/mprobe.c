@@ -57,6 +57,9 @@ static void claim_leaves_matching(void)
     CHECK(xdev_mrecv(h_dev, rb, big, &copy, &st) == XDEV_ERR_ARG, "mrecv of a used handle");
     WAIT_SEND(&s[0], big, "first send");
     WAIT_SEND(&s[1], 100, "second send");
+    free(sb);
+    free(rb);
+    free(rb2);
     h_barrier();
 }
 

@@ -8,6 +8,7 @@
  * exactly the rendezvous); nobody is dead; the unexpected peak is at least what is
  * held; and a caller's larger struct is written exactly to its size.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cases.h"
@@ -79,5 +80,7 @@ void case_stats(void)
           g.guard[0] == 0xa5 && g.guard[7] == 0xa5, "a larger struct was not written to its size exactly");
     CHECK(xdev_stats_size(h_dev, &b, sizeof b - 1) == XDEV_ERR_ARG, "a short struct was accepted");
     CHECK(xdev_stats(NULL, &b) == XDEV_ERR_ARG, "NULL dev");
+    free(sb);
+    free(rb);
     h_barrier();
 }
