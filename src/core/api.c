@@ -99,7 +99,7 @@ static bool req_done(xdev_t *d, void *arg)
 /* The device of an active request; NULL for storage that holds none. */
 static xdev_t *dev_of(xdev_request_t *req)
 {
-    return req && req_is_active(xreq_of(req)) ? xreq_of(req)->dev : NULL;
+    return req ? req_device(xreq_of(req)) : NULL;
 }
 
 int xdev_wait(xdev_request_t *req, xdev_status_t *st)

@@ -11,7 +11,7 @@
 
 int xdev_cancel(xdev_request_t *req)
 {
-    xdev_t *d = req && req_is_active(xreq_of(req)) ? xreq_of(req)->dev : NULL;
+    xdev_t *d = req ? req_device(xreq_of(req)) : NULL;
     if (!d)
         return XDEV_ERR_ARG;
     xreq_t *r = xreq_of(req);

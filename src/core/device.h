@@ -234,6 +234,8 @@ void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st);
 xreq_t *req_cq_pop(xdev_t *d);
 xreq_t *req_lookup(xdev_t *d, uint64_t id);
 bool req_is_active(const xreq_t *r);
+/* The device of an active request, else NULL; no lock needed. */
+xdev_t *req_device(const xreq_t *r);
 int req_table_init(xdev_t *d);
 void req_table_destroy(xdev_t *d);
 

@@ -43,9 +43,17 @@ static int grow_slots(xdev_t *d)
     return XDEV_OK;
 }
 
+/* Read without the device lock (to find the device, and so that a bad
+ * request is refused cheaply) while another thread may reap the request:
+ * magic and dev are read and written atomically. */
 bool req_is_active(const xreq_t *r)
 {
-    return r->magic == REQ_MAGIC;
+    return __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) == REQ_MAGIC;
+}
+
+xdev_t *req_device(const xreq_t *r)
+{
+    return req_is_active(r) ? __atomic_load_n(&r->dev, __ATOMIC_RELAXED) : NULL;
 }
 
 int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx)
@@ -59,8 +67,8 @@ int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, i
     /* Only what every path reads before writing: the request is hundreds
      * of bytes, and clearing all of it cost more than the rest of a
      * small send. The protocol fills the rest as it goes. */
-    r->magic = REQ_MAGIC;
-    r->dev = d;
+    __atomic_store_n(&r->dev, d, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->magic, REQ_MAGIC, __ATOMIC_RELEASE);
     r->id = (uint64_t)d->slots[slot].gen << 32 | slot;
     r->kind = (uint8_t)kind;
     r->buf = buf;
@@ -142,5 +150,5 @@ void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
     d->nactive--;
     if (st)
         *st = r->status;
-    r->magic = 0;
+    __atomic_store_n(&r->magic, 0, __ATOMIC_RELEASE);
 }

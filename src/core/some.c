@@ -15,10 +15,10 @@ static xdev_t *device_of(int n, xdev_request_t *const *reqs, bool *bad)
     for (int i = 0; i < n && !*bad; i++) {
         if (!reqs[i])
             continue;
-        xreq_t *r = xreq_of(reqs[i]);
-        if (!req_is_active(r) || (d && r->dev != d))
+        xdev_t *rd = req_device(xreq_of(reqs[i]));
+        if (!rd || (d && rd != d))
             *bad = true;
-        d = r->dev;
+        d = rd;
     }
     return *bad ? NULL : d;
 }
