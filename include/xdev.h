@@ -91,6 +91,8 @@ enum {
     XDEV_ERR_PEER_PENDING = -11, /* a wildcard-source receive failed because
                               * a rank that could have sent it died
                               * (XDEV_FLAG_WILDCARD_FAILS) */
+    XDEV_ERR_BUSY = -12,     /* xdev_arm: work is waiting; call
+                              * xdev_progress before sleeping */
 };
 
 /* Flags for xdev_config_t.flags. */
@@ -394,6 +396,50 @@ XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
  * microseconds. Errors: XDEV_ERR_ARG for NULL dev.
  */
 XDEV_API int xdev_wakeup(xdev_t *dev);
+
+/*
+ * Event loops (epoll, libuv, asyncio, Java NIO selectors):
+ *
+ *   int fd = xdev_fd(dev);                 once; add fd to the loop
+ *   for (;;) {
+ *       while (xdev_progress(dev) > 0)     drive transfers ...
+ *           ;
+ *       ... xdev_test or xdev_testsome the requests the loop waits for ...
+ *       if (xdev_arm(dev) == XDEV_OK)      nothing pending: safe to sleep
+ *           poll(&(struct pollfd){ fd, POLLIN }, 1, timeout);
+ *   }
+ *
+ * xdev_progress drives every transport once without blocking: arrivals
+ * are matched, sends move on, requests complete. It returns 1 if anything
+ * arrived, was sent or completed, 0 if not, XDEV_ERR_ARG for NULL dev.
+ *
+ * xdev_fd returns a file descriptor that becomes readable when a call on
+ * dev may have work (XDEV_ERR_ARG for NULL dev, XDEV_ERR_SYSTEM if one
+ * cannot be made). It is the device's, the same on every call, valid until
+ * xdev_finalize; do not read it or close it, only poll it.
+ *
+ * xdev_arm is the step before each sleep. XDEV_OK: from now on anything
+ * that arrives for dev, frees room for its sends or ends a peer makes fd
+ * readable, so no event is lost between the caller's last look and its
+ * poll. XDEV_ERR_BUSY: a transport has work already; call xdev_progress
+ * and arm again. XDEV_ERR_ARG for NULL dev or before xdev_fd. Arming
+ * consumes what made fd readable last time, so arm before every poll,
+ * not once. Arming costs a few system calls; being armed costs peers on
+ * this host a doorbell write per message until the next xdev_progress
+ * (or any other call that drives progress) disarms: call it promptly
+ * after waking. fd also becomes readable after at most 100 ms while
+ * armed (1 ms with a libfabric provider that has no wait object), so that
+ * timeouts (xdev_config_t.peer_timeout_ms) keep running in an idle loop; that
+ * wakeup finds no work and costs microseconds.
+ *
+ * A completed request does not make fd readable by itself: after
+ * xdev_progress, look at the requests (xdev_test, xdev_testsome, or
+ * xdev_peek_timed with timeout 0) before arming. Thread-safe as every
+ * call; one thread per device should own the loop.
+ */
+XDEV_API int xdev_progress(xdev_t *dev);
+XDEV_API int xdev_fd(xdev_t *dev);
+XDEV_API int xdev_arm(xdev_t *dev);
 
 /*
  * Many requests with one progress pass (MPI_Testsome, Waitany, Waitsome):

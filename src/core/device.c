@@ -22,6 +22,10 @@ void device_free(xdev_t *d)
     req_table_destroy(d);
     if (d->wake_fd >= 0)
         close(d->wake_fd);
+    if (d->event_fd >= 0)
+        close(d->event_fd);
+    if (d->tick_fd >= 0)
+        close(d->tick_fd);
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_destroy(&d->lock);
     free(d->peers);
@@ -58,6 +62,7 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     /* Without it, xdev_wakeup still works: sleepers notice within their
      * nap or poll timeout instead of at once. */
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->event_fd = d->tick_fd = -1;
     d->flags = cfg->flags;
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_init(&d->lock, NULL);
@@ -183,6 +188,7 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_TOO_LATE: return "too late to cancel: the request has begun";
     case XDEV_ERR_TIMEOUT: return "timed out: nothing completed";
     case XDEV_ERR_WOKEN: return "woken by xdev_wakeup";
+    case XDEV_ERR_BUSY: return "work is waiting: drive progress before sleeping";
     case XDEV_ERR_PEER_PENDING: return "a rank that could have sent this wildcard receive died";
     default: return "unknown xdev error code";
     }

@@ -199,6 +199,9 @@ struct xdev {
 
     unsigned wakeups;           /* xdev_wakeup calls, ever (atomic) */
     int wake_fd;                /* eventfd written by xdev_wakeup, or -1 */
+
+    int event_fd;               /* xdev_fd's epoll set, made on first use, or -1 */
+    int tick_fd;                /* a timerfd in it: transports' timers keep running */
 };
 
 /* Locking: a no-op for single-threaded devices. */
@@ -288,6 +291,9 @@ void order_sender_failed(xdev_t *d, int peer, uint64_t cut);
 
 /* progress.c */
 void progress_once(xdev_t *d);
+/* Arm every transport for sleeping on its wait_fd: XDEV_OK, or
+ * XDEV_ERR_BUSY when one has work now (event.c has the event-loop side). */
+int arm_transports(xdev_t *d);
 /* Wait (dropping the lock while asleep) until done(d, arg) holds:
  * XDEV_OK; or until xdev_wakeup is called after the wait began:
  * XDEV_ERR_WOKEN; or timeout_ms pass (< 0: never): XDEV_ERR_TIMEOUT. The

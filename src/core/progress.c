@@ -47,13 +47,16 @@ void progress_once(xdev_t *d)
         d->tps[i].ops->progress(d->tps[i].tp, 0);
 }
 
-/* Sleep until a transport has work, xdev_wakeup is called, or ms pass. A
- * transport with nothing to sleep on (shared memory) can only be polled:
- * then nap for nap_ns (still woken by xdev_wakeup) and come back, which
- * bounds the extra latency after a long idle wait while an idle rank (or
- * the progress thread) leaves the core to others. */
+/* Sleep until a transport has work, xdev_wakeup is called, or ms pass,
+ * unless a transport has work already (it says so when armed). A
+ * transport with nothing to sleep on can only be polled: then nap for
+ * nap_ns (still woken by xdev_wakeup) and come back, which bounds the
+ * extra latency after a long idle wait while an idle rank (or the progress
+ * thread) leaves the core to others. */
 static void sleep_on_transports(xdev_t *d, int ms, uint64_t nap_ns)
 {
+    if (arm_transports(d) != XDEV_OK)
+        return;
     struct pollfd p[XDEV_MAX_TRANSPORTS + 1];
     bool pollable = true;
     for (int i = 0; i < d->ntps; i++) {
@@ -74,6 +77,16 @@ static void sleep_on_transports(xdev_t *d, int ms, uint64_t nap_ns)
         (void)r;
     }
     dev_lock(d);
+}
+
+int arm_transports(xdev_t *d)
+{
+    for (int i = 0; i < d->ntps; i++) {
+        int rc = d->tps[i].ops->arm(d->tps[i].tp);
+        if (rc != XDEV_OK)
+            return rc;
+    }
+    return XDEV_OK;
 }
 
 static unsigned wake_count(const xdev_t *d)

@@ -143,9 +143,19 @@ typedef struct xdev_tp_ops {
     /* Deliver arrived messages and finish queued sends; wait up to
      * timeout_ms for something to happen. */
     void (*progress)(xdev_tp_t *tp, int timeout_ms);
-    /* A file descriptor that becomes readable when progress has work, so
-     * the core can sleep without holding the device lock; -1 if none. */
+    /* A file descriptor, the same for the transport's whole life, that
+     * becomes readable when progress may have work once arm has returned
+     * XDEV_OK, so the core (or the caller's event loop, via xdev_fd) can
+     * sleep without holding the device lock; -1 if the transport has none
+     * (the core then sleeps in short ticks). */
     int (*wait_fd)(xdev_tp_t *tp);
+    /* Get ready to sleep on wait_fd: XDEV_OK when whatever happens from
+     * now on makes wait_fd readable; XDEV_ERR_BUSY when progress has work
+     * already (nothing is lost: the caller calls progress and arms again).
+     * Whatever made wait_fd readable last time is consumed here. The next
+     * progress call ends the armed state, so that an armed transport costs
+     * its peers something only while its process sleeps. */
+    int (*arm)(xdev_tp_t *tp);
     /* Carry on with a message whose payload was deferred: place it at dst
      * (first dst_len bytes, discard the rest). */
     void (*resume)(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);

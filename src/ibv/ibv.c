@@ -221,9 +221,9 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
 
 /* Sleep support: the CQ channel and the pidfds. A CQ event must be asked
  * for again after each one, and completions that came before the asking
- * raise none: so wait_fd arms and says "poll once more" (-1); the next
- * call, with the CQ drained after arming, can sleep. */
-static void take_events(xdev_tp_t *tp)
+ * raise none: so arm asks and says "poll once more" (busy); the next arm,
+ * with the CQ drained after asking, can sleep. Returns the events taken. */
+static int take_events(xdev_tp_t *tp)
 {
     struct epoll_event ev[16];
     int n = epoll_wait(tp->epfd, ev, 16, 0);
@@ -242,6 +242,7 @@ static void take_events(xdev_tp_t *tp)
             epoll_ctl(tp->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
         }
     }
+    return n > 0 ? n : 0;
 }
 
 static void poll_cq(xdev_tp_t *tp)
@@ -291,20 +292,26 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
 
 static int ibv_tp_wait_fd(xdev_tp_t *tp)
 {
+    return tp->size < 2 ? -1 : tp->epfd;
+}
+
+static int ibv_tp_arm(xdev_tp_t *tp)
+{
     if (tp->size < 2)
-        return -1;
+        return XDEV_OK;
+    bool events = take_events(tp) > 0;
+    /* look at the events as soon as we wake, or now if some were taken */
+    tp->next_timer_ms = 0;
+    tp->timer_due = true;
     if (!tp->cq_armed) {
         ibv_req_notify_cq(tp->cq, 0);
         tp->cq_armed = true;
-        return -1;
+        return XDEV_ERR_BUSY;
     }
-    /* Held arrivals to deliver: no sleeping. (Queued sends can wait: only a
-     * completion, which wakes us, gives them credits or buffers.) */
-    if (tp->service)
-        return -1;
-    tp->next_timer_ms = 0; /* look at the events as soon as we wake */
-    tp->timer_due = true;
-    return tp->epfd;
+    /* Held arrivals to deliver, or an exit just taken: no sleeping.
+     * (Queued sends can wait: only a completion, which wakes us, gives
+     * them credits or buffers.) */
+    return events || tp->service ? XDEV_ERR_BUSY : XDEV_OK;
 }
 
 static void ibv_tp_watch(xdev_tp_t *tp, int peer)
@@ -327,6 +334,7 @@ const xdev_tp_ops_t xdev_ibv_ops = {
     .inject = ibv_inject,
     .progress = ibv_tp_progress,
     .wait_fd = ibv_tp_wait_fd,
+    .arm = ibv_tp_arm,
     .resume = ibv_resume,
     .watch = ibv_tp_watch,
     .rndz_mode = ibv_rndz_mode,

@@ -133,13 +133,21 @@ static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
     }
 }
 
-/* The completion queue's fd, once fi_trywait says sleeping on it is safe. */
+/* The completion queue's fd (FI_WAIT_FD), if the provider has one. */
 static int ofi_wait_fd(xdev_tp_t *tp)
 {
-    if (tp->wait_fd < 0 || tp->service || tp->unposted)
-        return -1;
+    return tp->wait_fd;
+}
+
+/* fi_trywait is libfabric's arm step: it fails while completions wait. */
+static int ofi_arm(xdev_tp_t *tp)
+{
+    if (tp->wait_fd < 0)
+        return XDEV_OK; /* the core sleeps in short ticks */
+    if (tp->service || tp->unposted)
+        return XDEV_ERR_BUSY;
     struct fid *f = &tp->cq->fid;
-    return fi_trywait(tp->fabric, &f, 1) == FI_SUCCESS ? tp->wait_fd : -1;
+    return fi_trywait(tp->fabric, &f, 1) == FI_SUCCESS ? XDEV_OK : XDEV_ERR_BUSY;
 }
 
 static void ofi_watch(xdev_tp_t *tp, int peer)
@@ -287,6 +295,7 @@ const xdev_tp_ops_t xdev_ofi_ops = {
     .inject = ofi_inject,
     .progress = ofi_progress,
     .wait_fd = ofi_wait_fd,
+    .arm = ofi_arm,
     .resume = ofi_resume,
     .watch = ofi_watch,
     .rndz_mode = ofi_rndz_mode,

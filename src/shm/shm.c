@@ -92,6 +92,7 @@ static void say_goodbye(shm_peer_t *p)
     atomic_store_explicit(&p->rx.ctl->closed, 1, memory_order_release);
     if (p->tx.ctl)
         atomic_store_explicit(&p->tx.ctl->eof, 1, memory_order_release);
+    shm_bell_ring(p); /* it may be asleep */
 }
 
 /* p left: what we still queue for it can never be read. */
@@ -100,6 +101,7 @@ void shm_peer_gone(xdev_tp_t *tp, shm_peer_t *p)
     if (p->gone)
         return;
     p->gone = true;
+    shm_bell_forget(tp, p);
     shm_tx_gone(tp, p);
 }
 
@@ -137,7 +139,9 @@ static void announce(xdev_tp_t *tp)
 
 static void shm_progress(xdev_tp_t *tp, int timeout_ms)
 {
-    (void)timeout_ms; /* nothing to sleep on: the core yields instead */
+    (void)timeout_ms; /* the core sleeps on wait_fd instead */
+    if (tp->armed)
+        shm_bell_disarm(tp);
     if (!tp->announced)
         announce(tp);
     for (int i = 0; i < tp->npeers; i++) {
@@ -166,8 +170,7 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
 
 static int shm_wait_fd(xdev_tp_t *tp)
 {
-    (void)tp;
-    return -1;
+    return tp->epfd;
 }
 
 /* Every peer's death is noticed anyway: one poll() covers them all. */
@@ -228,6 +231,14 @@ static void shm_close(xdev_tp_t *tp)
         shm_seg_unmap(&p->seg);
         if (p->pidfd >= 0)
             close(p->pidfd);
+        if (p->bell_fd >= 0)
+            close(p->bell_fd);
+    }
+    if (tp->epfd >= 0)
+        close(tp->epfd);
+    if (tp->bell_fd >= 0) {
+        close(tp->bell_fd);
+        unlink(tp->bell_path); /* usually gone already, as the segment's name */
     }
     if (tp->own.hdr) {
         shm_unlink(tp->own_name); /* usually gone already: the last mapper unlinks */
@@ -247,6 +258,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     if (!tp)
         return XDEV_ERR_NOMEM;
     tp->dev = dev;
+    tp->bell_fd = tp->epfd = -1;
     tp->rank = params->rank;
     tp->size = params->size;
     for (int r = 0; r < params->size; r++)
@@ -259,7 +271,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
         if (!params->serve[r] || r == params->rank)
             continue;
         tp->peers[i].rank = r;
-        tp->peers[i].pidfd = -1;
+        tp->peers[i].pidfd = tp->peers[i].bell_fd = -1;
         tp->by_rank[r] = &tp->peers[i++];
     }
     size_t ring = 0;
@@ -271,6 +283,8 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
             rc = shm_seg_create(tp, params, ring);
         if (rc == XDEV_OK)
             rc = shm_seg_map_peers(tp, params->job_id, params->peer_timeout_ms);
+        if (rc == XDEV_OK)
+            shm_bell_watch(tp);
     }
     if (rc != XDEV_OK) {
         shm_close(tp);
@@ -288,6 +302,7 @@ const xdev_tp_ops_t xdev_shm_ops = {
     .inject = shm_inject,
     .progress = shm_progress,
     .wait_fd = shm_wait_fd,
+    .arm = shm_arm,
     .resume = shm_resume,
     .watch = shm_watch,
     .rndz_mode = shm_rndz_mode,

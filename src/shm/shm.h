@@ -7,6 +7,7 @@
  *   shm_ring.c  a message written into a ring as records (fragmenting)
  *   shm_tx.c    sending: the per-peer queue and its flushing
  *   shm_rx.c    receiving: a ring's records parsed and handed to the core
+ *   shm_bell.c  the doorbell: sleeping while peers write to us
  *
  * Every rank owns one segment, "/xdev-<job id>-<rank>", holding one ring per
  * local rank that sends to it (shm_ring.h). At open every rank creates its
@@ -35,7 +36,7 @@
 #include "shm_ring.h"
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 #define SHM_CHECK_MS 20     /* how often departed peers are looked for ... */
 #define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
@@ -58,6 +59,8 @@ typedef struct shm_seg_hdr {
     uint64_t self_addr;      /* this header in the owner's address space:
                               * what peers read to test process_vm_readv */
     _Alignas(SHM_SPLIT) _Atomic uint32_t mapped; /* the last mapper unlinks */
+    _Alignas(SHM_SPLIT) _Atomic uint32_t armed;  /* the owner sleeps: ring its
+                                                  * bell (shm_bell.c) */
     _Alignas(SHM_SPLIT) int32_t senders[];       /* ring i carries senders[i] */
 } shm_seg_hdr_t;
 
@@ -86,6 +89,7 @@ typedef struct shm_peer {
     uint8_t cma;
     int pid;
     int pidfd;       /* -1: fall back to kill(pid, 0) */
+    int bell_fd;     /* its doorbell's write end, or -1 */
     size_t eager_limit;
     uint64_t cma_probe; /* where its segment header is in its address space */
     shm_seg_t seg;      /* its segment, with our ring to it */
@@ -111,6 +115,11 @@ struct xdev_tp {
     unsigned polls;
     uint64_t next_check_ms;
     bool announced;       /* every peer's eager limit is known to the core */
+    bool armed;           /* own.hdr->armed is set */
+    bool fence_free;      /* registered for the sleepers' membarrier */
+    int bell_fd;          /* our doorbell, read end, or -1 */
+    int epfd;             /* the bell and the peers' pidfds, or -1 */
+    char bell_path[160];
 };
 
 /* shm_seg.c */
@@ -140,6 +149,28 @@ void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);
 /* shm_rx.c */
 void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p);
 void shm_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+
+/* shm_bell.c */
+int shm_bell_path(char *out, size_t cap, const char *job_id, int rank);
+void shm_bell_create(xdev_tp_t *tp, const char *job_id);
+void shm_bell_open_peer(shm_peer_t *p, const char *job_id);
+void shm_bell_watch(xdev_tp_t *tp);
+void shm_bell_forget(xdev_tp_t *tp, shm_peer_t *p);
+void shm_bell_ring(shm_peer_t *p);
+void shm_bell_disarm(xdev_tp_t *tp);
+int shm_arm(xdev_tp_t *tp);
+
+/* We published records to p or released room in its ring to us: wake it
+ * if it sleeps (shm_bell.c says why the order of the two steps holds). */
+static inline void shm_bell_after(xdev_tp_t *tp, shm_peer_t *p)
+{
+    if (tp->fence_free)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&p->seg.hdr->armed, memory_order_relaxed))
+        shm_bell_ring(p);
+}
 
 /* shm.c */
 void shm_peer_gone(xdev_tp_t *tp, shm_peer_t *p);

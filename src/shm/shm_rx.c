@@ -125,7 +125,7 @@ static bool fragment(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     return true;
 }
 
-void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
+static void read_ring(xdev_tp_t *tp, shm_peer_t *p)
 {
     /* Bounded, so one busy peer cannot starve the others. */
     for (int n = 0; n < SHM_RX_BUDGET && !p->failed; n++) {
@@ -159,6 +159,15 @@ void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
         if (!go_on || (p->rx_state == RX_IDLE && p->rxm.unexpected))
             return;
     }
+}
+
+/* Read what p wrote; if that gave it room it may be sleeping for, wake it. */
+void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
+{
+    uint64_t head = p->rx.head;
+    read_ring(tp, p);
+    if (p->rx.head != head && !p->gone)
+        shm_bell_after(tp, p);
 }
 
 void shm_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)

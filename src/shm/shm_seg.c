@@ -84,11 +84,16 @@ static int create_fd(const char *name)
     return fd;
 }
 
-/* The last of the nlocal ranks to map a segment removes its name. */
-static void count_mapping(shm_seg_hdr_t *h, const char *name)
+/* The last of the nlocal ranks to map a segment removes its name, and its
+ * bell's (every mapper opened the bell first). */
+static void count_mapping(shm_seg_hdr_t *h, const char *name, const char *job_id)
 {
-    if (atomic_fetch_add_explicit(&h->mapped, 1, memory_order_acq_rel) + 1 >= h->nlocal)
+    if (atomic_fetch_add_explicit(&h->mapped, 1, memory_order_acq_rel) + 1 >= h->nlocal) {
+        char bell[160];
         shm_unlink(name);
+        if (shm_bell_path(bell, sizeof bell, job_id, h->owner_rank) == XDEV_OK)
+            unlink(bell);
+    }
 }
 
 int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
@@ -131,8 +136,9 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
         q->rx.mask = ring_bytes - 1;
     }
     prefault(base + ctl_off, total - ctl_off);
+    shm_bell_create(tp, p->job_id);
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
-    count_mapping(h, tp->own_name); /* ours; also unlinks at once if nobody else comes */
+    count_mapping(h, tp->own_name, p->job_id); /* ours; also unlinks at once if nobody else comes */
     return XDEV_OK;
 }
 
@@ -200,7 +206,8 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     p->pidfd = xdev_pidfd_open(p->pid);
     p->eager_limit = (size_t)h->eager_limit;
     p->cma_probe = h->self_addr;
-    count_mapping(h, name);
+    shm_bell_open_peer(p, job_id);
+    count_mapping(h, name, job_id);
     return 1;
 }
 

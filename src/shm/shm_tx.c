@@ -32,8 +32,12 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     op->next = NULL;
     op->sent = 0;
     op->prefix_len = 0;
-    if (!p->txq_head && shm_ring_push(&p->tx, op) && proven(p))
-        return 1;
+    if (!p->txq_head) {
+        bool whole = shm_ring_push(&p->tx, op);
+        shm_bell_after(tp, p);
+        if (whole && proven(p))
+            return 1;
+    }
     enqueue(p, op);
     return 0;
 }
@@ -47,7 +51,10 @@ int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
         return 0;
     op->sent = 0;
     op->prefix_len = 0;
-    return shm_ring_push_whole(&p->tx, op);
+    if (!shm_ring_push_whole(&p->tx, op))
+        return 0;
+    shm_bell_after(tp, p);
+    return 1;
 }
 
 /* Push what the ring takes, then hand back the ops that are in, only once
@@ -64,6 +71,7 @@ void shm_flush(xdev_tp_t *tp, shm_peer_t *p)
     }
     if (!p->txq_head)
         p->txq_tail = NULL;
+    shm_bell_after(tp, p);
     while (done) {
         xdev_txop_t *op = done;
         done = op->next;

@@ -107,7 +107,14 @@ static void tcp_progress(xdev_tp_t *tp, int timeout_ms)
 
 static int tcp_wait_fd(xdev_tp_t *tp)
 {
-    return tp->service ? -1 : tp->epfd;
+    return tp->epfd;
+}
+
+/* The epoll set is level-triggered: only what was read into our own
+ * buffers and not yet handed on (tp->service) raises no event. */
+static int tcp_arm(xdev_tp_t *tp)
+{
+    return tp->service ? XDEV_ERR_BUSY : XDEV_OK;
 }
 
 static void tcp_watch(xdev_tp_t *tp, int peer)
@@ -273,6 +280,7 @@ const xdev_tp_ops_t xdev_tcp_ops = {
     .send = tcp_send,
     .progress = tcp_progress,
     .wait_fd = tcp_wait_fd,
+    .arm = tcp_arm,
     .resume = tcp_resume,
     .watch = tcp_watch,
     .shutdown = tcp_shutdown,

@@ -21,6 +21,7 @@ void case_mprobe(void);
 void case_cancel(void);
 void case_wakeup(void);
 void case_some(void);
+void case_event(void);
 void case_stats(void);
 
 #endif

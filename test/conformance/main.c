@@ -27,6 +27,7 @@ static const struct {
     {"wakeup", case_wakeup},
     {"some", case_some},
     {"stats", case_stats},
+    {"event", case_event},
 };
 
 int main(int argc, char **argv)

@@ -15,6 +15,9 @@
  *     SHM_HOT_BYTES, one that holds unread records does not;
  *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
  *     fragments and grow longer ones in between;
+ *   - the doorbell: a producer rings an armed consumer once per publishing
+ *     step and an unarmed one never; a consumer that frees room rings an
+ *     armed producer;
  *   - records a broken peer could write (bad control words, a fragment
  *     where a message starts, a start inside a message, unknown types,
  *     more payload than announced, a head cut short) each fail the peer
@@ -145,6 +148,14 @@ void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
     peer_fails++;
 }
 
+static int bells;
+
+void shm_bell_ring(shm_peer_t *p)
+{
+    (void)p;
+    bells++;
+}
+
 /* ---- a ring looped back onto itself ---- */
 
 typedef struct loop {
@@ -153,6 +164,7 @@ typedef struct loop {
     shm_peer_t *by_rank[2];
     shm_ring_ctl_t *ctl;
     uint8_t *data;
+    shm_seg_hdr_t *seg; /* the peer's segment header: its `armed` */
 } loop_t;
 
 static void loop_init(loop_t *l, size_t ring, bool garbage)
@@ -172,6 +184,10 @@ static void loop_init(loop_t *l, size_t ring, bool garbage)
     l->by_rank[1] = &l->peer;
     l->peer.rank = 1;
     l->peer.pidfd = -1;
+    l->seg = aligned_alloc(SHM_SPLIT, sizeof *l->seg);
+    memset(l->seg, 0, sizeof *l->seg);
+    l->peer.seg.hdr = l->seg;
+    l->tp.fence_free = true;
     l->peer.tx = (shm_txring_t){ .data = l->data, .ctl = l->ctl, .size = ring,
                                  .mask = ring - 1, .zeroed = garbage ? SHM_LINE : ring };
     shm_ring_set_frags(&l->peer.tx);
@@ -182,6 +198,7 @@ static void loop_free(loop_t *l)
 {
     free(l->ctl);
     free(l->data);
+    free(l->seg);
 }
 
 static void build_op(xdev_txop_t *op, int i, const uint8_t *payload, size_t len)
@@ -504,12 +521,51 @@ static void run_proof(void)
     loop_free(&l);
 }
 
+/* Ring only a peer that armed, and once per step, from either end. */
+static void run_bell(void)
+{
+    loop_t l;
+    loop_init(&l, 4096, false);
+    expect_t m[3] = { { .len = 5, .dst_len = 5 }, { .len = 5, .dst_len = 5 },
+                      { .len = 5, .dst_len = 5 } };
+    uint8_t payload[5] = { 1, 2, 3, 4, 5 }, dst[3][5 + GUARD];
+    memset(dst, 0xee, sizeof dst);
+    msgs = m;
+    nmsgs = 3;
+    next_rx = next_txdone = rx_ended = peer_fails = 0;
+    core_verdict = 0;
+    bells = 0;
+    for (int i = 0; i < 3; i++) {
+        m[i].payload = payload;
+        m[i].dst = dst[i];
+        build_op(&m[i].op, i, payload, 5);
+    }
+    shm_send(&l.tp, 1, &m[0].op);
+    CHECK(bells == 0, "rang a peer that did not arm: %d", bells);
+    shm_rx_poll(&l.tp, &l.peer);
+    CHECK(bells == 0 && rx_ended == 1, "reading rang an unarmed peer (%d), or got %d", bells,
+          rx_ended);
+    atomic_store(&l.seg->armed, 1);
+    shm_send(&l.tp, 1, &m[1].op);
+    CHECK(bells == 1, "an armed peer was rung %d times for one send", bells);
+    shm_rx_poll(&l.tp, &l.peer);
+    CHECK(bells == 2 && rx_ended == 2, "freeing room rang an armed peer %d times, got %d",
+          bells - 1, rx_ended);
+    shm_rx_poll(&l.tp, &l.peer);
+    CHECK(bells == 2, "a poll that read nothing rang");
+    atomic_store(&l.seg->armed, 0);
+    shm_send(&l.tp, 1, &m[2].op);
+    CHECK(bells == 2, "rang a peer that disarmed");
+    loop_free(&l);
+}
+
 int main(int argc, char **argv)
 {
     rng_state = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x9e3779b97f4a7c15ull;
     if (!rng_state)
         rng_state = 1;
     run_proof();
+    run_bell();
     for (int kind = 0; kind < BAD_CASES; kind++)
         run_bad(kind);
     size_t rings[] = { 4096, 8192, 32768 };
