@@ -9,7 +9,9 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     # the Soft-RoCE VM that the ibv tests boot (test/ibv)
     qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest
     # the ibv transport (src/ibv) builds against rdma-core's libibverbs
-    libibverbs-dev ibverbs-providers)
+    libibverbs-dev ibverbs-providers
+    # the bindings (bindings/java, bindings/python) and their tests
+    openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy)
 
 missing=()
 for p in "${packages[@]}"; do
