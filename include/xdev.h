@@ -398,6 +398,41 @@ XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
 XDEV_API int xdev_wakeup(xdev_t *dev);
 
 /*
+ * Vector messages: one message made of up to XDEV_IOV_MAX pieces of
+ * memory, sent or received without a packing copy (MPJ's two-section
+ * buffers, derived datatypes). On the wire a vector message is an ordinary
+ * message of the pieces' total length, in order: a vector send may be
+ * received by xdev_irecv and a plain send by xdev_irecvv. A receive fills
+ * the pieces in order; a longer message fills all of them and truncates as
+ * xdev_irecv does (status.count bytes delivered, status.msg_len the full
+ * length, nothing written past any piece, even when the cut falls inside
+ * one). Pieces of length 0 are allowed and skipped.
+ *
+ * The array iov itself, not only the memory it names, must stay valid and
+ * unchanged until the request completes (xdev reads it as data moves); the
+ * blocking forms return only after that.
+ *
+ * Errors: as xdev_isend and xdev_irecv, and XDEV_ERR_ARG, changing
+ * nothing, for a NULL iov, iovcnt outside 1..XDEV_IOV_MAX, a piece with a
+ * NULL base and a non-zero length, or a total length that does not fit in
+ * size_t.
+ */
+#define XDEV_IOV_MAX 64
+typedef struct xdev_iov {
+    void *base;
+    size_t len;
+} xdev_iov_t;
+
+XDEV_API int xdev_isendv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int dst, int tag,
+                         int ctx, xdev_request_t *req);
+XDEV_API int xdev_irecvv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int src, int tag,
+                         int ctx, xdev_request_t *req);
+XDEV_API int xdev_sendv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int dst, int tag,
+                        int ctx);
+XDEV_API int xdev_recvv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int src, int tag,
+                        int ctx, xdev_status_t *st);
+
+/*
  * Event loops (epoll, libuv, asyncio, Java NIO selectors):
  *
  *   int fd = xdev_fd(dev);                 once; add fd to the loop

@@ -17,9 +17,10 @@ static bool send_args_ok(const xdev_t *d, const void *buf, size_t len, int dst, 
     return d && (buf || !len) && rank_ok(d, dst) && tag >= 0 && ctx >= 0;
 }
 
-/* flags: F_SYNC for a synchronous send, F_PRIVATE for a blocking call's. */
-static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
-                     xdev_request_t *req, unsigned flags)
+/* flags: F_SYNC for a synchronous send, F_PRIVATE for a blocking call's.
+ * niov: buf is a checked vector of that many pieces, len their total. */
+int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+              xdev_request_t *req, unsigned flags, unsigned niov)
 {
     if (!send_args_ok(d, buf, len, dst, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
@@ -28,6 +29,7 @@ static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, i
     int rc = req_start(d, r, REQ_SEND, (void *)buf, len, dst, tag, ctx);
     if (rc == XDEV_OK) {
         r->flags = (uint8_t)(flags & F_PRIVATE);
+        r->niov = (uint8_t)niov;
         if ((rc = proto_send(d, r, flags & F_SYNC)) != XDEV_OK)
             req_reap(d, r, NULL);
     }
@@ -38,13 +40,13 @@ static int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, i
 int xdev_isend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                xdev_request_t *req)
 {
-    return post_send(d, buf, len, dst, tag, ctx, req, 0);
+    return post_send(d, buf, len, dst, tag, ctx, req, 0, 0);
 }
 
 int xdev_issend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                 xdev_request_t *req)
 {
-    return post_send(d, buf, len, dst, tag, ctx, req, F_SYNC);
+    return post_send(d, buf, len, dst, tag, ctx, req, F_SYNC, 0);
 }
 
 bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
@@ -53,8 +55,8 @@ bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
            ctx >= 0;
 }
 
-static int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
-                     xdev_request_t *req, unsigned flags)
+int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req,
+              unsigned flags, unsigned niov)
 {
     if (!d || (!buf && len) || !match_args_ok(d, src, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
@@ -63,6 +65,7 @@ static int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx
     int rc = req_start(d, r, REQ_RECV, buf, len, src, tag, ctx);
     if (rc == XDEV_OK) {
         r->flags = (uint8_t)flags;
+        r->niov = (uint8_t)niov;
         if ((rc = proto_recv(d, r)) != XDEV_OK)
             req_reap(d, r, NULL);
     }
@@ -72,7 +75,7 @@ static int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx
 
 int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req)
 {
-    return post_recv(d, buf, len, src, tag, ctx, req, 0);
+    return post_recv(d, buf, len, src, tag, ctx, req, 0, 0);
 }
 
 /* A waiter's request, by its storage and the id it had when the wait
@@ -183,20 +186,20 @@ int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
             return XDEV_OK;
     }
     xdev_request_t req = { 0 };
-    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_PRIVATE), &req, NULL);
+    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_PRIVATE, 0), &req, NULL);
 }
 
 int xdev_ssend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
     xdev_request_t req = { 0 };
-    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_SYNC | F_PRIVATE), &req,
+    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_SYNC | F_PRIVATE, 0), &req,
                        NULL);
 }
 
 int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_status_t *st)
 {
     xdev_request_t req = { 0 };
-    return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE), &req, st);
+    return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE, 0), &req, st);
 }
 
 /* A message its dead sender could not complete is found as what the

@@ -60,12 +60,13 @@ typedef struct xreq {
         struct { struct xreq *cq_prev, *cq_next; };
         struct { struct xreq *pl_prev, *pl_next; };
     };
-    void *buf;
-    size_t len;
+    void *buf;            /* a vector request's xdev_iov_t array when niov */
+    size_t len;           /* bytes in all (a vector's total) */
     int peer, tag, ctx;
     uint8_t kind, phase;
     uint8_t flags;
     uint8_t rndz_mode;    /* XDEV_RNDZ_* a rendezvous send asked for */
+    uint8_t niov;         /* pieces of a vector request, 0 for one buffer */
     union {
         uint64_t seq;     /* posted: posting order, for wildcard fairness */
         uint64_t arrival; /* matched: the message's place in its sender's
@@ -268,6 +269,12 @@ void proto_release_mem(xdev_t *d, xreq_t *r);
 
 /* api.c, shared with the calls in files of their own */
 bool match_args_ok(const xdev_t *d, int src, int tag, int ctx);
+/* Post a send or a receive (flags: F_SYNC, F_PRIVATE); with niov > 0, buf
+ * is a checked vector of niov pieces and len their total (vector.c). */
+int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+              xdev_request_t *req, unsigned flags, unsigned niov);
+int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req,
+              unsigned flags, unsigned niov);
 struct probe_args {
     int src, tag, ctx;
 };

@@ -45,6 +45,54 @@ static void op_build(xdev_txop_t *op, const xdev_head_t *h, const void *payload,
     op->head_len = (uint32_t)xdev_wire_encode(h, xdev_txop_head(op));
     op->payload = payload;
     op->payload_len = len;
+    op->payload_niov = 0;
+}
+
+/* ---- a request's buffer: one piece of memory, or a vector's pieces ---- */
+
+static const xdev_iov_t *req_iov(const xreq_t *r)
+{
+    return r->niov ? (const xdev_iov_t *)r->buf : NULL;
+}
+
+/* An op carrying the first len bytes of s's buffer. */
+static void op_build_req(xdev_txop_t *op, const xdev_head_t *h, const xreq_t *s, size_t len)
+{
+    op_build(op, h, s->buf, len); /* the vector itself when niov */
+    op->payload_niov = s->niov;
+}
+
+/* Copy n bytes from src to offset off of r's buffer. */
+static void req_put(xreq_t *r, size_t off, const void *src, size_t n)
+{
+    if (r->niov)
+        xdev_iov_scatter(req_iov(r), r->niov, off, src, n);
+    else if (n)
+        memcpy((char *)r->buf + off, src, n);
+}
+
+/* Copy the first n bytes of s's buffer into r's (a send to oneself). */
+static void req_copy(xreq_t *r, const xreq_t *s, size_t n)
+{
+    if (!s->niov) {
+        req_put(r, 0, s->buf, n);
+        return;
+    }
+    const xdev_iov_t *iov = req_iov(s);
+    for (size_t i = 0, off = 0; i < s->niov && off < n; i++) {
+        size_t k = iov[i].len < n - off ? iov[i].len : n - off;
+        req_put(r, off, iov[i].base, k);
+        off += k;
+    }
+}
+
+/* Have the transport place n bytes of the arriving message in r's buffer. */
+static void rx_into(xdev_rx_t *rx, xreq_t *r, size_t n)
+{
+    rx->dst = r->niov ? NULL : r->buf;
+    rx->dst_len = n;
+    rx->dst_iov = req_iov(r);
+    rx->dst_niov = r->niov;
 }
 
 /* ---- unexpected queue ---- */
@@ -303,7 +351,7 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
     const xdev_tp_ops_t *ops = peer_ops(d, peer);
     r->remote_id = sreq;
     order_open(d, r);
-    if (mode == XDEV_RNDZ_READ) {
+    if (mode == XDEV_RNDZ_READ && !r->niov) { /* one-sided only into one piece */
         if (!r->status.count) {
             rndz_read_done(d, r);
             return;
@@ -322,7 +370,7 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
     h.f[1] = r->id;
     h.f[2] = r->status.count;
     h.f[3] = XDEV_RNDZ_SEND;
-    if (mode == XDEV_RNDZ_WRITE && r->status.count && ops->mem_expose &&
+    if (mode == XDEV_RNDZ_WRITE && r->status.count && !r->niov && ops->mem_expose &&
         ops->mem_expose(peer_tp(d, peer), peer, r->buf, r->status.count, true, &r->mem) ==
             XDEV_OK) {
         r->flags |= F_MEM;
@@ -342,7 +390,8 @@ static int rndz_start(xdev_t *d, xreq_t *s)
 {
     const xdev_tp_ops_t *ops = peer_ops(d, s->peer);
     xdev_tp_t *tp = peer_tp(d, s->peer);
-    int mode = ops->rndz_mode ? ops->rndz_mode(tp, s->peer, s->len) : XDEV_RNDZ_SEND;
+    /* A vector is streamed: its pieces are gathered as the data leaves. */
+    int mode = ops->rndz_mode && !s->niov ? ops->rndz_mode(tp, s->peer, s->len) : XDEV_RNDZ_SEND;
     xdev_head_t h;
     head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_START);
     if (mode == XDEV_RNDZ_READ) {
@@ -391,9 +440,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
 {
     xreq_t *r = posted_take(d, d->rank, s->tag, s->ctx);
     if (r) {
-        size_t n = recv_accept(r, d->rank, s->tag, s->len);
-        if (n)
-            memcpy(r->buf, s->buf, n);
+        req_copy(r, s, recv_accept(r, d->rank, s->tag, s->len));
         req_complete(d, r, XDEV_OK);
         req_complete(d, s, XDEV_OK);
         return XDEV_OK;
@@ -403,7 +450,9 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
     if (!e)
         return XDEV_ERR_NOMEM;
     if (!sync && s->len <= d->cfg.eager_limit && ux_buffer(d, e, s->len)) {
-        if (s->len)
+        if (s->niov)
+            xdev_iov_gather(e->data, req_iov(s), s->niov, 0, s->len);
+        else if (s->len)
             memcpy(e->data, s->buf, s->len);
         e->state = UX_READY;
     } else {
@@ -463,7 +512,7 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
     xdev_head_t h;
     head_init(&h, d, s->peer, s->tag, s->ctx, sync ? XDEV_MSG_EAGER_SYNC : XDEV_MSG_EAGER);
     h.f[0] = s->id;
-    op_build(&s->op, &h, s->buf, s->len);
+    op_build_req(&s->op, &h, s, s->len);
     s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
     send_op(d, s, s->peer);
     return XDEV_OK;
@@ -497,17 +546,19 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     }
     if (e->state == UX_DEFERRED && !e->self_sreq) {
         e->rreq = r;
-        bool offer = e->type == XDEV_MSG_RNDZ_START;
-        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, offer ? NULL : r->buf,
-                                    offer ? 0 : n);
+        xdev_rx_t to = { .dst = NULL };
+        if (e->type != XDEV_MSG_RNDZ_START) /* an offer's payload is empty */
+            rx_into(&to, r, n);
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, &to);
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
         rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
     } else {
-        const void *src = e->self_sreq ? e->self_sreq->buf : e->data;
-        if (n)
-            memcpy(r->buf, src, n);
+        if (e->self_sreq)
+            req_copy(r, e->self_sreq, n);
+        else
+            req_put(r, 0, e->data, n);
         if (e->self_sreq) {
             req_complete(d, e->self_sreq, XDEV_OK);
             req_complete(d, r, XDEV_OK);
@@ -554,7 +605,8 @@ static void ux_retry_deferred(xdev_t *d)
             break;
         e->state = UX_ARRIVING;
         d->ux_deferred--;
-        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, e->data, payload);
+        xdev_rx_t to = { .dst = e->data, .dst_len = payload };
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, &to);
     }
 }
 
@@ -585,8 +637,7 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
             r->flags |= F_SYNC;
             r->remote_id = rx->head.f[0];
         }
-        rx->dst = r->buf;
-        rx->dst_len = n;
+        rx_into(rx, r, n);
         rx->cookie = r;
         return XDEV_RX_DELIVER;
     }
@@ -667,7 +718,7 @@ static int rx_rndz_reply(xdev_t *d, int peer, const xdev_rx_t *rx)
     xdev_head_t h;
     head_init(&h, d, peer, s->tag, s->ctx, XDEV_MSG_RNDZ_DATA);
     h.f[0] = rx->head.f[1];
-    op_build(&s->op, &h, s->buf, (size_t)rx->head.f[2]);
+    op_build_req(&s->op, &h, s, (size_t)rx->head.f[2]);
     s->phase = PH_RNDZ_DATA;
     send_op(d, s, peer);
     return XDEV_RX_DELIVER;
@@ -680,8 +731,7 @@ static int rx_rndz_data(xdev_t *d, int peer, xdev_rx_t *rx)
         rx->len != r->status.count)
         return XDEV_ERR_PEER;
     r->phase = PH_RECV_FILLING;
-    rx->dst = r->buf;
-    rx->dst_len = rx->len;
+    rx_into(rx, r, rx->len);
     rx->cookie = r;
     return XDEV_RX_DELIVER;
 }
@@ -709,6 +759,8 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     d->activity++;
     rx->dst = NULL;
     rx->dst_len = 0;
+    rx->dst_iov = NULL;
+    rx->dst_niov = 0;
     rx->cookie = NULL;
     rx->unexpected = false;
     if (!head_ok(d, peer, h))
@@ -752,8 +804,7 @@ int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *pay
     size_t n = recv_accept(r, peer, h->tag, len);
     r->arrival = ++p->arrivals;
     p->bytes_received += len;
-    if (n)
-        memcpy(r->buf, payload, n);
+    req_put(r, 0, payload, n);
     req_complete(d, r, XDEV_OK); /* nothing is open from p: in order */
     return 1;
 }
@@ -784,8 +835,8 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
     if (e->type == XDEV_MSG_RNDZ_START) {
         rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
     } else {
-        if (e->data && r->status.count)
-            memcpy(r->buf, e->data, r->status.count);
+        if (e->data)
+            req_put(r, 0, e->data, r->status.count);
         if (e->type == XDEV_MSG_EAGER_SYNC) {
             r->flags |= F_SYNC;
             r->remote_id = e->remote_id;
@@ -1012,6 +1063,6 @@ void proto_drop_unexpected(xdev_t *d)
             continue;
         e->state = UX_ARRIVING;
         d->ux_deferred--;
-        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, NULL, 0);
+        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, &(xdev_rx_t){ .dst = NULL });
     }
 }

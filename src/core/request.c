@@ -78,6 +78,7 @@ int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, i
     r->ctx = ctx;
     r->phase = 0;
     r->flags = 0;
+    r->niov = 0;
     r->op.owner = OP_REQ;
     r->status = (xdev_status_t){ .source = peer, .tag = tag, .ctx = ctx };
     d->nactive++;

@@ -37,21 +37,41 @@
 typedef struct xdev_txop {
     struct xdev_txop *next;
     size_t sent;          /* transport's progress through prefix+head+payload */
-    const void *payload;
+    /* A vector message's payload (payload_niov > 0) is pieces instead: a
+     * transport reads it with xdev_txop_copy, or gathers the pieces itself
+     * where it can (tcp's sendmsg). */
+    union {
+        const void *payload;
+        const xdev_iov_t *payload_iov;
+    };
     size_t payload_len;
     uint32_t head_len;
     uint32_t prefix_len;  /* set by the transport */
     uint8_t owner;        /* core's: which protocol step this op carries */
+    uint8_t payload_niov; /* pieces of payload_iov; 0: payload is one buffer */
     uint8_t wire[XDEV_TP_PREFIX_MAX + XDEV_HEAD_MAX]; /* head starts at XDEV_TP_PREFIX_MAX */
 } xdev_txop_t;
 
 static inline uint8_t *xdev_txop_head(xdev_txop_t *op) { return op->wire + XDEV_TP_PREFIX_MAX; }
 
+/* Vector payloads (iov.c): copy n bytes at offset off of the pieces'
+ * concatenation out of them (gather) or into them (scatter). */
+void xdev_iov_gather(void *dst, const xdev_iov_t *iov, unsigned niov, size_t off, size_t n);
+void xdev_iov_scatter(const xdev_iov_t *iov, unsigned niov, size_t off, const void *src,
+                      size_t n);
+/* The piece holding offset off: how many bytes from there on lie in it,
+ * where they start, and (piece may be NULL) its index (0, NULL and niov
+ * past the end). */
+size_t xdev_iov_span(const xdev_iov_t *iov, unsigned niov, size_t off, void **at,
+                     unsigned *piece);
+
 /* Copy n payload bytes from offset off into dst. A zero-byte send may
  * carry a null buffer, which memcpy must not be given even for 0 bytes. */
 static inline void xdev_txop_copy(void *dst, const xdev_txop_t *op, size_t off, size_t n)
 {
-    if (n)
+    if (op->payload_niov)
+        xdev_iov_gather(dst, op->payload_iov, op->payload_niov, off, n);
+    else if (n)
         memcpy(dst, (const char *)op->payload + off, n);
 }
 
@@ -67,6 +87,8 @@ typedef struct xdev_rx {
     size_t len;      /* payload bytes that follow the head */
     void *dst;
     size_t dst_len;  /* <= len */
+    const xdev_iov_t *dst_iov; /* a vector receive's pieces, in place of dst */
+    unsigned dst_niov;
     void *cookie;    /* the core's */
     bool unexpected; /* set by the core: no receive was posted for it, so
                       * it is being buffered; a transport may leave what
@@ -74,6 +96,45 @@ typedef struct xdev_rx {
                       * that lags pushes back on its sender instead of
                       * buffering everything the sender gets ahead */
 } xdev_rx_t;
+
+/* Place n payload bytes that start at offset off of the message: what
+ * falls within the first dst_len bytes goes to dst (or the pieces of
+ * dst_iov), the rest is dropped (a truncated receive). The one copy into
+ * place that every transport makes. */
+static inline void xdev_rx_place(const xdev_rx_t *rx, size_t off, const void *src, size_t n)
+{
+    if (off >= rx->dst_len)
+        return;
+    if (n > rx->dst_len - off)
+        n = rx->dst_len - off;
+    if (rx->dst_iov)
+        xdev_iov_scatter(rx->dst_iov, rx->dst_niov, off, src, n);
+    else
+        memcpy((char *)rx->dst + off, src, n);
+}
+
+/* A resumed message's destination, as ops->resume is given it. */
+static inline void xdev_rx_set_dst(xdev_rx_t *rx, const xdev_rx_t *to)
+{
+    rx->dst = to->dst;
+    rx->dst_len = to->dst_len;
+    rx->dst_iov = to->dst_iov;
+    rx->dst_niov = to->dst_niov;
+}
+
+/* Where payload bytes from offset off on may be read straight into place
+ * (a socket's recv): how many fit there contiguously, 0 past dst_len. */
+static inline size_t xdev_rx_span(const xdev_rx_t *rx, size_t off, void **at)
+{
+    if (off >= rx->dst_len)
+        return 0;
+    if (!rx->dst_iov) {
+        *at = (char *)rx->dst + off;
+        return rx->dst_len - off;
+    }
+    size_t n = xdev_iov_span(rx->dst_iov, rx->dst_niov, off, at, NULL);
+    return n < rx->dst_len - off ? n : rx->dst_len - off;
+}
 
 /* Results of xdev_core_rx_begin. */
 enum {
@@ -156,9 +217,10 @@ typedef struct xdev_tp_ops {
      * progress call ends the armed state, so that an armed transport costs
      * its peers something only while its process sleeps. */
     int (*arm)(xdev_tp_t *tp);
-    /* Carry on with a message whose payload was deferred: place it at dst
-     * (first dst_len bytes, discard the rest). */
-    void (*resume)(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+    /* Carry on with a message whose payload was deferred: place it where
+     * `to` says (its dst, dst_len, dst_iov and dst_niov, as in rx_begin's
+     * answer: first dst_len bytes, discard the rest). */
+    void (*resume)(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
     /* The core waits for a message from peer: make sure that peer's death
      * would be noticed (connect if not connected). */
     void (*watch)(xdev_tp_t *tp, int peer);

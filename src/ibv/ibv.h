@@ -221,7 +221,7 @@ int ibv_rx_init(xdev_tp_t *tp);
 void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc);
 void ibv_rx_repost(xdev_tp_t *tp);
 void ibv_rx_service(xdev_tp_t *tp);
-void ibv_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+void ibv_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 void ibv_rx_drop_held(xdev_tp_t *tp, ibv_peer_t *p);
 
 /* ibv_rma.c */

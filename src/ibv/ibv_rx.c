@@ -143,10 +143,7 @@ static bool feed(xdev_tp_t *tp, int peer, uint32_t idx, uint32_t off)
         ibv_peer_fail(tp, peer);
         return true;
     }
-    if (p->rx_got < p->rx.dst_len) {
-        size_t room = p->rx.dst_len - p->rx_got;
-        memcpy((char *)p->rx.dst + p->rx_got, d + off, n < room ? n : room);
-    }
+    xdev_rx_place(&p->rx, p->rx_got, d + off, n);
     p->rx_got += n;
     if (p->rx_got == p->rx.len) {
         p->rx_active = false;
@@ -211,11 +208,10 @@ void ibv_rx_service(xdev_tp_t *tp)
     }
 }
 
-void ibv_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+void ibv_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     ibv_peer_t *p = token;
-    p->rx.dst = dst;
-    p->rx.dst_len = dst_len;
+    xdev_rx_set_dst(&p->rx, to);
     p->rx_got = 0;
     p->paused = false;
     if (!p->in_service) {

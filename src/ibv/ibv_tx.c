@@ -49,6 +49,14 @@ static bool post(ibv_peer_t *p, struct ibv_send_wr *wr)
     return true;
 }
 
+/* Can op go inline, in one post from its own memory? Its head and one
+ * payload buffer are two gather entries, all the QP takes: a vector's
+ * pieces are copied into send buffers instead (push_fragment gathers). */
+static bool inline_ok(const xdev_tp_t *tp, const xdev_txop_t *op)
+{
+    return op_total(op) <= tp->max_inline && !op->payload_niov;
+}
+
 /* Post the whole op inline. */
 static bool push_inline(ibv_peer_t *p, int peer, xdev_txop_t *op)
 {
@@ -117,7 +125,7 @@ static bool push(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *op)
     while (op->sent < op_total(op)) {
         if (p->credits <= 0 || !can_post(tp, p))
             return false;
-        if (op->sent == 0 && op_total(op) <= tp->max_inline) {
+        if (op->sent == 0 && inline_ok(tp, op)) {
             if (!push_inline(p, peer, op))
                 return false;
         } else if (!tp->tx_free || !push_fragment(tp, p, peer, op)) {
@@ -169,7 +177,7 @@ int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     if (p->txq_head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
         return 0;
     prepare(op);
-    if (op_total(op) <= tp->max_inline)
+    if (inline_ok(tp, op))
         return push_inline(p, peer, op);
     if (op_total(op) <= tp->buf_bytes && tp->tx_free)
         return push_fragment(tp, p, peer, op);

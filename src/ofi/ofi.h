@@ -87,6 +87,8 @@ typedef struct ofi_msg {
     xdev_txop_t *op;             /* NULL once handed back early (peer failed) */
     xdev_rmaop_t *rma;
     xdev_reg_t *reg;             /* local registration (FI_MR_LOCAL) */
+    xdev_reg_t **piece_regs;     /* a vector's, one per piece (FI_MR_LOCAL) */
+    unsigned op_niov;            /* entries of piece_regs */
     size_t posted;               /* bytes posted so far */
     unsigned pending;            /* posted, not completed */
     bool started;                /* its first frame is posted */
@@ -230,7 +232,7 @@ void ofi_rx_drain(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_rx_drop(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_rx_repost_all(xdev_tp_t *tp);
 void ofi_rx_owe_credits(xdev_tp_t *tp, ofi_peer_t *p);
-void ofi_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+void ofi_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 
 /* ofi_rma.c */
 int ofi_rndz_mode(xdev_tp_t *tp, int peer, size_t len);

@@ -113,10 +113,7 @@ static bool place(ofi_peer_t *p, const uint8_t *src, size_t n)
 {
     if (n > p->rx.len - p->rx_got)
         return false;
-    if (p->rx_got < p->rx.dst_len) {
-        size_t room = p->rx.dst_len - p->rx_got;
-        memcpy((char *)p->rx.dst + p->rx_got, src, n < room ? n : room);
-    }
+    xdev_rx_place(&p->rx, p->rx_got, src, n);
     p->rx_got += n;
     return true;
 }
@@ -309,13 +306,12 @@ void ofi_rx_drop(xdev_tp_t *tp, ofi_peer_t *p)
     p->rx_state = RX_IDLE;
 }
 
-void ofi_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+void ofi_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     ofi_peer_t *p = token;
     if (p->failed || p->rx_state != RX_DEFERRED)
         return;
-    p->rx.dst = dst;
-    p->rx.dst_len = dst_len;
+    xdev_rx_set_dst(&p->rx, to);
     p->rx_state = RX_RESUMED;
     ofi_service_later(tp, p);
 }

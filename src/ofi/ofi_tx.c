@@ -65,7 +65,31 @@ void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     if (m->next)
         m->next->prev = m->prev;
     xdev_regcache_put(tp->regcache, m->reg);
+    for (unsigned i = 0; m->piece_regs && i < m->op_niov; i++)
+        xdev_regcache_put(tp->regcache, m->piece_regs[i]);
+    free(m->piece_regs);
     free(m);
+}
+
+/* Register what the provider needs registered (FI_MR_LOCAL) of op's
+ * payload: the buffer, or each piece of a vector. */
+static bool register_payload(xdev_tp_t *tp, ofi_msg_t *m, const xdev_txop_t *op)
+{
+    if (!(tp->mr_mode & FI_MR_LOCAL) || !op->payload_len)
+        return true;
+    if (!op->payload_niov)
+        return xdev_regcache_get(tp->regcache, (void *)op->payload, op->payload_len, &m->reg) ==
+               XDEV_OK;
+    m->piece_regs = calloc(op->payload_niov, sizeof *m->piece_regs);
+    if (!m->piece_regs)
+        return false;
+    m->op_niov = op->payload_niov;
+    for (unsigned i = 0; i < op->payload_niov; i++)
+        if (op->payload_iov[i].len &&
+            xdev_regcache_get(tp->regcache, op->payload_iov[i].base, op->payload_iov[i].len,
+                              &m->piece_regs[i]) != XDEV_OK)
+            return false; /* ofi_msg_free puts back what was taken */
+    return true;
 }
 
 bool ofi_tx_idle(const ofi_peer_t *p)
@@ -117,10 +141,22 @@ static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     ofi_ctx_t *c = ofi_ctx_get(tp);
     if (!c)
         return -FI_EAGAIN;
+    /* The run of the caller's memory this frame carries. A vector's frames
+     * end where its pieces do: each is still a frame header and one run,
+     * no copy. */
+    size_t left = op->payload_len - m->posted;
+    void *at = (char *)op->payload + m->posted;
+    xdev_reg_t *reg = m->reg;
+    if (op->payload_niov && left) {
+        unsigned piece;
+        size_t span = xdev_iov_span(op->payload_iov, op->payload_niov, m->posted, &at, &piece);
+        left = left < span ? left : span;
+        reg = m->piece_regs ? m->piece_regs[piece] : NULL;
+    }
     size_t blen, n;
     unsigned credits;
     if (!m->started) {
-        bool whole = OFI_HDR + op->head_len + op->payload_len <= OFI_BUF_BYTES;
+        bool whole = left == op->payload_len && OFI_HDR + op->head_len + left <= OFI_BUF_BYTES;
         size_t hdr = whole ? OFI_HDR : OFI_FIRST_HDR;
         credits = put_hdr(tp, p, c->bytes, whole ? K_WHOLE : K_FIRST);
         if (!whole)
@@ -133,14 +169,13 @@ static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
         blen = OFI_HDR;
         n = OFI_BUF_BYTES - OFI_HDR;
     }
-    size_t left = op->payload_len - m->posted;
     if (n > left)
         n = left;
     struct iovec iov[2] = {
         { .iov_base = c->bytes, .iov_len = blen },
-        { .iov_base = (char *)op->payload + m->posted, .iov_len = n },
+        { .iov_base = at, .iov_len = n },
     };
-    void *desc[2] = { tp->ctx_desc, ofi_reg_desc(m->reg) };
+    void *desc[2] = { tp->ctx_desc, ofi_reg_desc(reg) };
     c->msg = m;
     c->peer = p->rank;
     c->kind = 0;
@@ -164,8 +199,7 @@ static bool start_next(xdev_tp_t *tp, ofi_peer_t *p)
     ofi_msg_t *m = ofi_msg_new(tp, p);
     if (!m)
         return false;
-    if ((tp->mr_mode & FI_MR_LOCAL) && op->payload_len &&
-        xdev_regcache_get(tp->regcache, (void *)op->payload, op->payload_len, &m->reg) != XDEV_OK) {
+    if (!register_payload(tp, m, op)) {
         ofi_msg_free(tp, p, m);
         return false;
     }

@@ -148,7 +148,7 @@ void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);
 
 /* shm_rx.c */
 void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p);
-void shm_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len);
+void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 
 /* shm_bell.c */
 int shm_bell_path(char *out, size_t cap, const char *job_id, int rank);

@@ -22,10 +22,7 @@
 
 static void place(shm_peer_t *p, const uint8_t *src, size_t n)
 {
-    if (p->rx_got < p->rxm.dst_len) {
-        size_t room = p->rxm.dst_len - p->rx_got;
-        memcpy((char *)p->rxm.dst + p->rx_got, src, n < room ? n : room);
-    }
+    xdev_rx_place(&p->rxm, p->rx_got, src, n);
     p->rx_got += n;
 }
 
@@ -170,13 +167,12 @@ void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
         shm_bell_after(tp, p);
 }
 
-void shm_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     (void)tp;
     shm_peer_t *p = token;
     if (p->failed || p->rx_state != RX_DEFERRED)
         return;
-    p->rxm.dst = dst;
-    p->rxm.dst_len = dst_len;
+    xdev_rx_set_dst(&p->rxm, to);
     p->rx_state = RX_RESUMED;
 }

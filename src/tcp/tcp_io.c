@@ -30,21 +30,38 @@ static size_t op_total(const xdev_txop_t *op)
     return op->prefix_len + op->head_len + op->payload_len;
 }
 
-/* iovecs for what is left of op; returns how many were added. */
-static int op_iov(const xdev_txop_t *op, struct iovec *iov)
+/* iovecs for what is left of op, at most room (>= 2) of them; returns how
+ * many were added, and whether they reach the op's end in *whole (a
+ * vector's pieces are gathered here, up to room). */
+static int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, bool *whole)
 {
     size_t framing = op->prefix_len + op->head_len;
     int n = 0;
+    *whole = true;
     if (op->sent < framing) {
         iov[n].iov_base = (void *)(op->wire + XDEV_TP_PREFIX_MAX - op->prefix_len + op->sent);
         iov[n++].iov_len = framing - op->sent;
     }
-    if (op->payload_len) {
-        size_t done = op->sent > framing ? op->sent - framing : 0;
-        size_t left = op->payload_len - done;
+    size_t done = op->sent > framing ? op->sent - framing : 0;
+    size_t left = op->payload_len - done, cap = MAX_IO_BYTES;
+    if (left && !op->payload_niov) {
         iov[n].iov_base = (char *)op->payload + done;
-        iov[n++].iov_len = left < MAX_IO_BYTES ? left : MAX_IO_BYTES;
+        iov[n++].iov_len = left < cap ? left : cap;
+        *whole = left <= cap;
+        return n;
     }
+    while (left && n < room && cap) {
+        void *at;
+        size_t k = xdev_iov_span(op->payload_iov, op->payload_niov, done, &at, NULL);
+        k = k < left ? k : left;
+        k = k < cap ? k : cap;
+        iov[n].iov_base = at;
+        iov[n++].iov_len = k;
+        done += k;
+        left -= k;
+        cap -= k;
+    }
+    *whole = !left;
     return n;
 }
 
@@ -77,8 +94,9 @@ void tcp_flush(xdev_tp_t *tp, int peer)
     while (p->txq_head) {
         struct iovec iov[MAX_IOV];
         int n = 0;
-        for (xdev_txop_t *op = p->txq_head; op && n <= MAX_IOV - 2; op = op->next)
-            n += op_iov(op, iov + n);
+        bool whole = true;
+        for (xdev_txop_t *op = p->txq_head; op && whole && n <= MAX_IOV - 2; op = op->next)
+            n += op_iov(op, iov + n, MAX_IOV - n, &whole);
         ssize_t w = write_iov(c->fd, iov, n);
         if (w < 0) {
             if (errno != EAGAIN)
@@ -130,8 +148,9 @@ int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 
     tcp_conn_t *c = p->conn;
     if (c && !c->broken && !p->txq_head) {
-        struct iovec iov[2];
-        ssize_t w = write_iov(c->fd, iov, op_iov(op, iov));
+        struct iovec iov[MAX_IOV];
+        bool whole;
+        ssize_t w = write_iov(c->fd, iov, op_iov(op, iov, MAX_IOV, &whole));
         if (w >= 0 && (size_t)w == op_total(op))
             return 1;
         if (w > 0)
@@ -228,17 +247,15 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
         size_t left = rx->len - c->rx_got;
         if (staged && left) {
             size_t n = staged < left ? staged : left;
-            if (c->rx_got < rx->dst_len) {
-                size_t room = rx->dst_len - c->rx_got;
-                memcpy((char *)rx->dst + c->rx_got, c->stage + c->stage_pos, n < room ? n : room);
-            }
+            xdev_rx_place(rx, c->rx_got, c->stage + c->stage_pos, n);
             c->rx_got += n;
             c->stage_pos += n;
             left -= n;
         }
         if (!left)
             return true;
-        size_t room = rx->dst_len > c->rx_got ? rx->dst_len - c->rx_got : 0;
+        void *at;
+        size_t room = xdev_rx_span(rx, c->rx_got, &at);
         if (room < DIRECT_READ_MIN) {
             if (c->drained || !fill_stage(tp, c))
                 return false;
@@ -247,7 +264,7 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
         size_t want = room < MAX_IO_BYTES ? room : MAX_IO_BYTES;
         ssize_t n;
         do
-            n = recv(c->fd, (char *)rx->dst + c->rx_got, want, MSG_DONTWAIT);
+            n = recv(c->fd, at, want, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n <= 0) {
             if (n == 0 || errno != EAGAIN)
@@ -288,11 +305,10 @@ void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
     tcp_service_later(tp, c); /* more may be staged: come back soon */
 }
 
-void tcp_resume(xdev_tp_t *tp, void *token, void *dst, size_t dst_len)
+void tcp_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     tcp_conn_t *c = token;
-    c->rx.dst = dst;
-    c->rx.dst_len = dst_len;
+    xdev_rx_set_dst(&c->rx, to);
     c->rx_got = 0;
     c->rx_phase = RX_PAYLOAD;
     tcp_set_events(tp, c, c->events | EPOLLIN);

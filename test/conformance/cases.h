@@ -22,6 +22,7 @@ void case_cancel(void);
 void case_wakeup(void);
 void case_some(void);
 void case_event(void);
+void case_vector(void);
 void case_stats(void);
 
 #endif

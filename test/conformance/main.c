@@ -28,6 +28,7 @@ static const struct {
     {"some", case_some},
     {"stats", case_stats},
     {"event", case_event},
+    {"vector", case_vector},
 };
 
 int main(int argc, char **argv)

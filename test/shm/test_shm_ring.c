@@ -272,7 +272,7 @@ static int pump(loop_t *l, int sent, int burst)
     if (deferred && rnd() % 3 == 0) {
         expect_t *m = &msgs[next_rx];
         deferred = NULL;
-        shm_resume(&l->tp, &l->peer, m->dst, m->dst_len);
+        shm_resume(&l->tp, &l->peer, &(xdev_rx_t){ .dst = m->dst, .dst_len = m->dst_len });
     }
     return sent;
 }
