@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "device.h"
+#include "introspect.h"
 
 #define HOST_ID_MAX 256
 
@@ -61,6 +62,12 @@ static const xdev_tp_ops_t *const transports[] = {
     &xdev_ibv_ops,
 #endif
 };
+
+const xdev_tp_ops_t *const *xdev_transports_built(size_t *n)
+{
+    *n = sizeof transports / sizeof transports[0];
+    return transports;
+}
 
 /* auto's choice for other hosts: the first transport that finds a
  * high-speed network here, else tcp. */

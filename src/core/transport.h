@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "wire.h"
 #include "xdev.h"
@@ -242,6 +243,9 @@ typedef struct xdev_tp_ops {
     /* Optional: true when this transport reaches other hosts over a
      * high-speed network here; `auto` then prefers it to tcp for them. */
     bool (*fast_network)(void);
+    /* Optional: say on out what this transport finds on this machine
+     * (devices, interfaces, providers, limits), for xdev-info. */
+    void (*info)(FILE *out);
     /* Begin an orderly close: finish queued sends, then tell every peer we
      * are done. Returns 1 once every connection is closed. */
     int (*shutdown)(xdev_tp_t *tp);

@@ -335,6 +335,7 @@ const xdev_tp_ops_t xdev_ibv_ops = {
     .progress = ibv_tp_progress,
     .wait_fd = ibv_tp_wait_fd,
     .arm = ibv_tp_arm,
+    .info = ibv_info,
     .resume = ibv_resume,
     .watch = ibv_tp_watch,
     .rndz_mode = ibv_rndz_mode,

@@ -222,6 +222,7 @@ void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc);
 void ibv_rx_repost(xdev_tp_t *tp);
 void ibv_rx_service(xdev_tp_t *tp);
 void ibv_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
+void ibv_info(FILE *out);
 void ibv_rx_drop_held(xdev_tp_t *tp, ibv_peer_t *p);
 
 /* ibv_rma.c */

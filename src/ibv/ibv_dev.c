@@ -122,6 +122,44 @@ int ibv_dev_choose(ibv_device_choice_t *out)
     return rc;
 }
 
+/* xdev-info: every device and port, and the choice xdev would make. */
+void ibv_info(FILE *out)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (!list || !n)
+        fprintf(out, "  no RDMA device (is the rdma-core provider for it installed?)\n");
+    for (int i = 0; list && i < n; i++) {
+        struct ibv_context *ctx = ibv_open_device(list[i]);
+        struct ibv_device_attr da;
+        if (!ctx || ibv_query_device(ctx, &da) != 0) {
+            fprintf(out, "  %s: cannot be opened\n", ibv_get_device_name(list[i]));
+            if (ctx)
+                ibv_close_device(ctx);
+            continue;
+        }
+        fprintf(out, "  %s: firmware %s, %d port(s), max %d QPs\n", ibv_get_device_name(list[i]),
+                da.fw_ver, da.phys_port_cnt, da.max_qp);
+        for (int p = 1; p <= da.phys_port_cnt; p++) {
+            struct ibv_port_attr pa;
+            if (ibv_query_port(ctx, (uint8_t)p, &pa) != 0)
+                continue;
+            fprintf(out, "    port %d: %s, %s, MTU %d, %d GIDs\n", p, ibv_port_state_str(pa.state),
+                    pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
+                    128 << pa.active_mtu, pa.gid_tbl_len);
+        }
+        ibv_close_device(ctx);
+    }
+    if (list)
+        ibv_free_device_list(list);
+    ibv_device_choice_t d;
+    if (ibv_dev_choose(&d) == XDEV_OK) {
+        fprintf(out, "  xdev would use %s port %d, GID index %d\n", ibv_get_device_name(d.ctx->device),
+                d.port, d.gid_index);
+        ibv_dev_release(&d);
+    }
+}
+
 void ibv_dev_release(ibv_device_choice_t *d)
 {
     if (d->ctx)

@@ -303,6 +303,7 @@ const xdev_tp_ops_t xdev_ofi_ops = {
     .mem_release = ofi_mem_release,
     .rma = ofi_rma,
     .fast_network = ofi_fast_network,
+    .info = ofi_info,
     .shutdown = ofi_shutdown,
     .close = ofi_close,
 };

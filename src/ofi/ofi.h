@@ -199,6 +199,7 @@ struct xdev_tp {
 int ofi_fabric_open(xdev_tp_t *tp, const char *job_id);
 void ofi_fabric_close(xdev_tp_t *tp);
 bool ofi_fast_network(void);
+void ofi_info(FILE *out);
 const char *ofi_strerror(int rc);
 void ofi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

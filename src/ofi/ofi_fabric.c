@@ -100,6 +100,39 @@ static const struct fi_info *pick(const struct fi_info *list)
     return first;
 }
 
+static bool same_place(const struct fi_info *a, const struct fi_info *b)
+{
+    return !strcmp(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
+           !strcmp(a->fabric_attr->name, b->fabric_attr->name) &&
+           !strcmp(a->domain_attr->name, b->domain_attr->name);
+}
+
+/* xdev-info: what libfabric offers for xdev's needs, and what xdev picks. */
+void ofi_info(FILE *out)
+{
+    struct fi_info *list = get_list(true);
+    if (!list)
+        list = get_list(false);
+    const struct fi_info *chosen = pick(list);
+    if (!list)
+        fprintf(out, "  no provider offers reliable datagrams with FI_MSG here\n");
+    for (const struct fi_info *fi = list; fi; fi = fi->next) {
+        const struct fi_info *seen = list; /* offers repeat per API version */
+        while (seen != fi && !same_place(seen, fi))
+            seen = seen->next;
+        if (seen != fi)
+            continue;
+        fprintf(out, "  %s %-16s fabric %s, domain %s%s%s\n",
+                chosen && same_place(fi, chosen) ? "*" : " ",
+                fi->fabric_attr->prov_name, fi->fabric_attr->name, fi->domain_attr->name,
+                (fi->caps & RMA_CAPS) == RMA_CAPS ? ", RMA" : "",
+                is_fast(fi) ? ", fast network" : "");
+    }
+    if (chosen)
+        fprintf(out, "  (* the one xdev would use)\n");
+    fi_freeinfo(list);
+}
+
 static bool rma_wanted(void)
 {
     const char *v = getenv("XDEV_OFI_RMA");

@@ -10,9 +10,11 @@
  *                     process_vm_readv instead of the pipelined double copy
  *                     (k/m/g suffixes, or "never"). 0 forces it always.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include "shm.h"
@@ -210,6 +212,30 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 
 /* Done once nothing is queued for a peer that is still there. Rings need
  * no goodbye handshake: what we wrote stays readable after we are gone. */
+/* xdev-info: room for segments, and whether the single copy may work. */
+static void shm_info(FILE *out)
+{
+    struct statvfs v;
+    if (statvfs("/dev/shm", &v) == 0)
+        fprintf(out, "  /dev/shm: %.1f GiB free; rings of %zu KiB with 1-4 local peers (8 MiB per rank in all)\n",
+                (double)v.f_bavail * (double)v.f_frsize / (1 << 30), ring_bytes_for(1) / 1024);
+    else
+        fprintf(out, "  /dev/shm: %s: shm cannot work here\n", strerror(errno));
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+    if (f) {
+        if (fscanf(f, "%d", &scope) != 1)
+            scope = 0;
+        fclose(f);
+    }
+    fprintf(out, "  single copy (process_vm_readv) from %zu MiB: %s\n", CMA_MIN_DEFAULT >> 20,
+            scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
+                       : "restricted by yama ptrace_scope; falls back to the ring");
+    fprintf(out, "  doorbell for sleeping ranks: FIFO in /dev/shm, membarrier %s\n",
+            shm_bell_fence_free() ? "available (no fence on the send path)"
+                                  : "missing (a fence per send while peers sleep)");
+}
+
 static int shm_shutdown(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->npeers; i++)
@@ -303,6 +329,7 @@ const xdev_tp_ops_t xdev_shm_ops = {
     .progress = shm_progress,
     .wait_fd = shm_wait_fd,
     .arm = shm_arm,
+    .info = shm_info,
     .resume = shm_resume,
     .watch = shm_watch,
     .rndz_mode = shm_rndz_mode,

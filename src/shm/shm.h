@@ -152,6 +152,7 @@ void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 
 /* shm_bell.c */
 int shm_bell_path(char *out, size_t cap, const char *job_id, int rank);
+bool shm_bell_fence_free(void); /* can this kernel do it (xdev-info) */
 void shm_bell_create(xdev_tp_t *tp, const char *job_id);
 void shm_bell_open_peer(shm_peer_t *p, const char *job_id);
 void shm_bell_watch(xdev_tp_t *tp);

@@ -40,6 +40,12 @@ static bool membarrier_cmd(int cmd)
     return syscall(SYS_membarrier, cmd, 0, 0) == 0;
 }
 
+bool shm_bell_fence_free(void)
+{
+    int cmds = (int)syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+}
+
 int shm_bell_path(char *out, size_t cap, const char *job_id, int rank)
 {
     char name[128];

@@ -4,6 +4,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +118,31 @@ static int tcp_wait_fd(xdev_tp_t *tp)
 static int tcp_arm(xdev_tp_t *tp)
 {
     return tp->service ? XDEV_ERR_BUSY : XDEV_OK;
+}
+
+/* xdev-info: the interfaces a rank could listen on. */
+static void tcp_info(FILE *out)
+{
+    struct ifaddrs *list;
+    if (getifaddrs(&list) != 0) {
+        fprintf(out, "  cannot list interfaces: %s\n", strerror(errno));
+        return;
+    }
+    for (struct ifaddrs *a = list; a; a = a->ifa_next) {
+        if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
+            continue;
+        char host[NI_MAXHOST];
+        socklen_t len = a->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                          : sizeof(struct sockaddr_in6);
+        if (getnameinfo(a->ifa_addr, len, host, sizeof host, NULL, 0, NI_NUMERICHOST) != 0)
+            continue;
+        fprintf(out, "  %-10s %-28s %s%s\n", a->ifa_name, host, a->ifa_flags & IFF_UP ? "up" : "down",
+                a->ifa_flags & IFF_LOOPBACK ? ", loopback" : "");
+    }
+    freeifaddrs(list);
+    const char *addr = getenv("XDEV_TCP_ADDR");
+    fprintf(out, "  ranks listen on %s (XDEV_TCP_ADDR) unless given a peer table\n",
+            addr && *addr ? addr : "127.0.0.1");
 }
 
 static void tcp_watch(xdev_tp_t *tp, int peer)
@@ -281,6 +309,7 @@ const xdev_tp_ops_t xdev_tcp_ops = {
     .progress = tcp_progress,
     .wait_fd = tcp_wait_fd,
     .arm = tcp_arm,
+    .info = tcp_info,
     .resume = tcp_resume,
     .watch = tcp_watch,
     .shutdown = tcp_shutdown,

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# xdev_info.sh XDEV_INFO SOURCE_DIR TRANSPORT...
+#
+# xdev-info names every XDEV_* variable that libxdev's sources and xdevrun
+# read (every "XDEV_..." string in src/ outside libxdev_coll), shows a
+# variable's current value beside its default, flags an XDEV_* variable
+# nothing reads, and has a section for each transport built, saying what
+# that transport finds.
+set -uo pipefail
+info=$1 src=$2
+shift 2
+fail=0
+say() { echo "FAIL: $*"; fail=1; }
+
+out=$(XDEV_EAGER_LIMIT=12345 XDEV_SHM_RING=777k XDEV_NO_SUCH_THING=1 "$info") ||
+    { echo "FAIL: xdev-info exited $?"; exit 1; }
+
+names=$(grep -rhoE '"XDEV_[A-Z0-9_]+[A-Z0-9]"' "$src/src" --include='*.c' --exclude-dir=coll |
+        tr -d '"' | sort -u)
+[ -n "$names" ] || say "no XDEV_ variable found in the sources"
+for n in $names; do
+    grep -qE "^  $n +" <<<"$out" || say "$n is read by the sources but xdev-info does not name it"
+done
+grep -qE '^  XDEV_EAGER_LIMIT +12345 +64k ' <<<"$out" || say "current value of XDEV_EAGER_LIMIT not shown"
+grep -qE '^  XDEV_SHM_RING +777k +2m ' <<<"$out" || say "current value of XDEV_SHM_RING not shown"
+grep -qE '^  XDEV_TRANSPORT +\(unset\) +auto ' <<<"$out" || say "an unset variable is not shown as unset"
+grep -q 'XDEV_NO_SUCH_THING=1 .*misspelt' <<<"$out" || say "an unknown XDEV_ variable is not flagged"
+for t in "$@"; do
+    section=$(awk -v t="$t:" '$0 == t { on = 1; next } /^[a-z]+:$/ || /^variables/ { on = 0 } on' <<<"$out")
+    [ -n "$(tr -d '[:space:]' <<<"$section")" ] || say "no section, or an empty one, for transport $t"
+done
+grep -q "^transports built: $*\$" <<<"$out" || say "transports built: line does not list: $*"
+[ "$("$info" -v)" = "$(sed -n "s/^xdev \(.*\)/\1/p" <<<"$out")" ] || say "-v and the first line disagree"
+[ $fail -eq 0 ] && echo "xdev-info: PASS ($(wc -w <<<"$names") variables)"
+exit $fail
