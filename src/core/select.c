@@ -23,17 +23,6 @@
 
 #define HOST_ID_MAX 256
 
-static void read_first_line(const char *path, char *out, size_t cap)
-{
-    out[0] = '\0';
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    if (fgets(out, (int)cap, f))
-        out[strcspn(out, "\n")] = '\0';
-    fclose(f);
-}
-
 static void host_id(char *out, size_t cap)
 {
     const char *env = getenv("XDEV_HOST_ID");
@@ -41,25 +30,20 @@ static void host_id(char *out, size_t cap)
         snprintf(out, cap, "%s", env);
         return;
     }
-    char boot[64], ns[3][64];
-    read_first_line("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
-    const char *names[3] = { "/proc/self/ns/ipc", "/proc/self/ns/mnt", "/proc/self/ns/pid" };
-    for (int i = 0; i < 3; i++) {
-        ssize_t n = readlink(names[i], ns[i], sizeof ns[i] - 1);
-        ns[i][n > 0 ? n : 0] = '\0';
-    }
-    snprintf(out, cap, "%s/%s/%s/%s", boot, ns[0], ns[1], ns[2]);
+    static const char *const shared[] = { "ipc", "mnt", "pid" };
+    xdev_host_token(out, cap, shared, 3);
 }
 
-/* The transports this library was built with. */
+/* The transports this library was built with. ibv before ofi: where both
+ * find an RDMA port, xdev's own verbs transport is the one tuned for it. */
 static const xdev_tp_ops_t *const transports[] = {
     &xdev_tcp_ops,
     &xdev_shm_ops,
-#ifdef XDEV_HAVE_OFI
-    &xdev_ofi_ops,
-#endif
 #ifdef XDEV_HAVE_IBV
     &xdev_ibv_ops,
+#endif
+#ifdef XDEV_HAVE_OFI
+    &xdev_ofi_ops,
 #endif
 };
 

@@ -304,6 +304,11 @@ int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const cha
  * pid is gone by kill(pid, 0) (a pid <= 0 counts as gone). */
 int xdev_pidfd_open(int pid);
 bool xdev_process_gone(int pid);
+/* This kernel's boot id and the named namespaces of ours ("pid", "ipc",
+ * "mnt"), as one token: two ranks with equal tokens share them, so a pid
+ * (with "pid") or a shared-memory name (with all three) means the same
+ * thing to both. */
+void xdev_host_token(char *out, size_t cap, const char *const *namespaces, int n);
 
 /* Milliseconds on the monotonic clock; the coarse one costs a few ns and
  * no system call, for transports that check timers while they poll. */

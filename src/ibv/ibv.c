@@ -202,7 +202,7 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
             rc = ibv_rx_init(tp);
         if (rc == XDEV_OK)
             rc = ibv_rma_init(tp);
-        ibv_host_id(tp->host, sizeof tp->host);
+        xdev_host_token(tp->host, sizeof tp->host, (const char *const[]){ "pid" }, 1);
     }
     if (rc != XDEV_OK) {
         IBV_TRACE(tp, "open failed (%d)", rc);
@@ -290,6 +290,16 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
     }
 }
 
+/* auto sends to other hosts over ibv where this host has an active port. */
+static bool ibv_fast_network(void)
+{
+    ibv_device_choice_t d;
+    if (ibv_dev_choose(&d) != XDEV_OK)
+        return false;
+    ibv_dev_release(&d);
+    return true;
+}
+
 static int ibv_tp_wait_fd(xdev_tp_t *tp)
 {
     return tp->size < 2 ? -1 : tp->epfd;
@@ -336,6 +346,7 @@ const xdev_tp_ops_t xdev_ibv_ops = {
     .wait_fd = ibv_tp_wait_fd,
     .arm = ibv_tp_arm,
     .info = ibv_info,
+    .fast_network = ibv_fast_network,
     .resume = ibv_resume,
     .watch = ibv_tp_watch,
     .rndz_mode = ibv_rndz_mode,

@@ -214,7 +214,6 @@ void ibv_check_exits(xdev_tp_t *tp);
 void ibv_keepalive(xdev_tp_t *tp, uint64_t now);
 void ibv_peer_close(xdev_tp_t *tp, ibv_peer_t *p);
 int ibv_peer_of_qpn(xdev_tp_t *tp, uint32_t qpn);
-void ibv_host_id(char *out, size_t cap);
 
 /* ibv_rx.c */
 int ibv_rx_init(xdev_tp_t *tp);

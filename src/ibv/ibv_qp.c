@@ -53,23 +53,6 @@
 #define RNR_RETRY 7     /* "forever"; credits keep the SRQ from running dry */
 #define MAX_RD_ATOM 16
 
-void ibv_host_id(char *out, size_t cap)
-{
-    char boot[64] = "", ns[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        if (fgets(boot, sizeof boot, f))
-            boot[strcspn(boot, "\n")] = '\0';
-        fclose(f);
-    }
-    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-    ns[n > 0 ? n : 0] = '\0';
-    snprintf(out, cap, "%s/%s", boot, ns);
-    for (char *c = out; *c; c++)
-        if (*c == ' ')
-            *c = '_';
-}
-
 /* ---- qpn -> peer ---- */
 
 static uint32_t qpn_slot(uint32_t qpn) { return qpn * 2654435761u; }

@@ -23,30 +23,14 @@
 #include <unistd.h>
 #include "ofi.h"
 
-/* Where a pid means the same process: this kernel's boot and our PID
- * namespace. Peers that share it are watched by pid whatever the provider. */
-static void pid_space(char *out, size_t cap)
-{
-    char boot[64] = "", ns[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        if (!fgets(boot, sizeof boot, f))
-            boot[0] = '\0';
-        fclose(f);
-    }
-    boot[strcspn(boot, "\n")] = '\0';
-    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-    ns[n > 0 ? n : 0] = '\0';
-    snprintf(out, cap, "%s/%s", boot[0] ? boot : "-", ns[0] ? ns : "-");
-}
-
 int ofi_addr_publish(xdev_tp_t *tp)
 {
     uint8_t name[OFI_ADDR_MAX];
     size_t len = sizeof name;
     if (fi_getname(&tp->ep->fid, name, &len) != 0)
         return XDEV_ERR_INIT;
-    pid_space(tp->pid_space, sizeof tp->pid_space);
+    /* Peers in the same pid space are watched by pid whatever the provider. */
+    xdev_host_token(tp->pid_space, sizeof tp->pid_space, (const char *const[]){ "pid" }, 1);
     char s[2 * OFI_ADDR_MAX + 200];
     int n = snprintf(s, sizeof s, "%zu %d %s ", tp->eager_limit, (int)getpid(), tp->pid_space);
     for (size_t i = 0; i < len; i++)
