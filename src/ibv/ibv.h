@@ -32,7 +32,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include "../core/regcache.h"
+#include "../kit/regcache.h"
 #include "../core/transport.h"
 
 #define IBV_PREFIX 8

@@ -39,7 +39,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <stdbool.h>
-#include "../core/regcache.h"
+#include "../kit/regcache.h"
 #include "../core/transport.h"
 
 #define OFI_HDR 8            /* frame header */
