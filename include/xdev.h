@@ -198,6 +198,13 @@ XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
  * Start a device. cfg == NULL means "everything from the environment", as
  * set by xdevrun. The config is copied; the caller may free it afterwards.
  * Connections to peers are made on first use, not here.
+ *
+ * Started by a PMIx server instead (Open MPI's mpirun, Slurm's srun
+ * --mpi=pmix: PMIX_NAMESPACE and PMIX_RANK set, XDEV_RANK and
+ * XDEV_BOOT_DIR not) and with no peer table in cfg, rank, size, job
+ * secret and job id come from PMIx, whatever cfg says of them, and the
+ * call is collective: it returns once every rank of the job has reached
+ * it (two PMIx fences; README, Launching).
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
  * short, a struct_size this xdev cannot read: see xdev_config_t), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
  * address in use), XDEV_ERR_NOMEM, XDEV_ERR_SYSTEM.

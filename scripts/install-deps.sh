@@ -10,6 +10,8 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest
     # the ibv transport (src/ibv) builds against rdma-core's libibverbs
     libibverbs-dev ibverbs-providers
+    # starting under a PMIx server (src/core/boot_pmix.c) and its mpirun test
+    libpmix-dev openmpi-bin
     # the bindings (bindings/java, bindings/python) and their tests
     openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy)
 

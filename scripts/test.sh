@@ -49,6 +49,7 @@ for b in $builds; do
             grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-')
     fi
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         meson test -C "build-test-$b" --print-errorlogs --num-processes 1 "${selection[@]}"

@@ -2,7 +2,8 @@
  * boot.c - how ranks find each other's addresses.
  *
  * Either the config carries an explicit peer table (IBVX style: the host
- * library runs its own launcher), or the launcher gives every rank a
+ * library runs its own launcher), or a PMIx server started the process
+ * (boot_pmix.c: mpirun, srun), or the launcher gives every rank a
  * private directory (XDEV_BOOT_DIR) where each rank publishes one small
  * file per transport, "<key>.<rank>", written atomically by rename so a
  * reader never sees half an address.
@@ -21,10 +22,17 @@ static const char *boot_dir(void)
     return dir && *dir ? dir : NULL;
 }
 
+int xdev_boot_sync(xdev_t *d)
+{
+    return d->pmix ? boot_pmix_fence(d->pmix) : XDEV_OK;
+}
+
 int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
 {
     if (d->cfg.peers || d->size == 1)
         return XDEV_OK; /* addresses are known in advance, or nobody asks */
+    if (d->pmix)
+        return boot_pmix_publish(d->pmix, key, value);
     const char *dir = boot_dir();
     if (!dir)
         return XDEV_ERR_INIT;
@@ -52,6 +60,8 @@ int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap
         strcpy(out, d->cfg.peers[rank]);
         return 1;
     }
+    if (d->pmix)
+        return boot_pmix_lookup(d->pmix, rank, key, out, cap);
     const char *dir = boot_dir();
     if (!dir)
         return XDEV_ERR_INIT;

@@ -30,6 +30,7 @@ void device_free(xdev_t *d)
         pthread_mutex_destroy(&d->lock);
     free(d->peers);
     free(d->cfg_strings);
+    boot_pmix_close(d->pmix);
     free(d);
 }
 
@@ -49,14 +50,17 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     int rc = cfg ? config_from_caller(&full, cfg) : xdev_config_init(&full);
     if (rc != XDEV_OK)
         return rc;
+    boot_pmix_t *pmix = NULL;
+    if (!full.peers && boot_pmix_wanted() && (rc = boot_pmix_open(&full, &pmix)) != XDEV_OK)
+        return rc;
     cfg = &full;
     rc = config_validate(cfg);
-    if (rc != XDEV_OK)
-        return rc;
-
-    xdev_t *d = calloc(1, sizeof *d);
-    if (!d)
-        return XDEV_ERR_NOMEM;
+    xdev_t *d = rc == XDEV_OK ? calloc(1, sizeof *d) : NULL;
+    if (!d) {
+        boot_pmix_close(pmix);
+        return rc != XDEV_OK ? rc : XDEV_ERR_NOMEM;
+    }
+    d->pmix = pmix;
     d->rank = cfg->rank;
     d->size = cfg->size;
     /* Without it, xdev_wakeup still works: sleepers notice within their
@@ -80,7 +84,7 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     for (int i = 0; i < d->size; i++)
         d->peers[i].cut = UINT64_MAX;
     auth_init(d);
-    if ((rc = select_transports(d)) != XDEV_OK ||
+    if ((rc = select_transports(d)) != XDEV_OK || (rc = xdev_boot_sync(d)) != XDEV_OK ||
         ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK)) {
         close_transports(d);
         device_free(d);

@@ -201,6 +201,7 @@ struct xdev {
     unsigned wakeups;           /* xdev_wakeup calls, ever (atomic) */
     int wake_fd;                /* eventfd written by xdev_wakeup, or -1 */
 
+    struct boot_pmix *pmix;     /* started by a PMIx server (boot_pmix.c), or NULL */
     int event_fd;               /* xdev_fd's epoll set, made on first use, or -1 */
     int tick_fd;                /* a timerfd in it: transports' timers keep running */
 };
@@ -266,6 +267,30 @@ int proto_cancel(xdev_t *d, xreq_t *r);
 void proto_drop_unexpected(xdev_t *d);
 /* End r's exposure of its buffer, if it has one (when r completes). */
 void proto_release_mem(xdev_t *d, xreq_t *r);
+
+/* boot_pmix.c: the bootstrap under a PMIx server (mpirun, srun). Without
+ * PMIx at build time, never wanted. */
+typedef struct boot_pmix boot_pmix_t;
+#ifdef XDEV_HAVE_PMIX
+bool boot_pmix_wanted(void);
+int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out);
+void boot_pmix_close(boot_pmix_t *b);
+int boot_pmix_fence(boot_pmix_t *b);
+int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value);
+int boot_pmix_lookup(boot_pmix_t *b, int rank, const char *key, char *out, size_t cap);
+const char *boot_pmix_job_id(const boot_pmix_t *b);
+#else /* never wanted, so the rest is never called */
+static inline bool boot_pmix_wanted(void) { return false; }
+#define boot_pmix_open(c, out) XDEV_ERR_INIT
+#define boot_pmix_close(b) ((void)(b))
+#define boot_pmix_fence(b) XDEV_ERR_INIT
+#define boot_pmix_publish(b, key, value) XDEV_ERR_INIT
+#define boot_pmix_lookup(b, rank, key, out, cap) XDEV_ERR_INIT
+#define boot_pmix_job_id(b) "nojob"
+#endif
+/* A point every rank reaches: what was published before it can be looked
+ * up after it (a PMIx fence; nothing for the boot directory). */
+int xdev_boot_sync(xdev_t *d);
 
 /* api.c, shared with the calls in files of their own */
 bool match_args_ok(const xdev_t *d, int src, int tag, int ctx);

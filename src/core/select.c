@@ -95,6 +95,8 @@ static int find_local_ranks(xdev_t *d, bool *local)
     char mine[HOST_ID_MAX], theirs[HOST_ID_MAX];
     host_id(mine, sizeof mine);
     int rc = xdev_boot_publish(d, "host", mine);
+    if (rc == XDEV_OK)
+        rc = xdev_boot_sync(d);
     if (rc != XDEV_OK)
         return rc;
     uint64_t deadline = xdev_now_ms() + (uint64_t)d->cfg.peer_timeout_ms;
@@ -121,7 +123,7 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
         .eager_limit = d->cfg.eager_limit,
         .peer_timeout_ms = d->cfg.peer_timeout_ms,
         .job_secret = d->cfg.job_secret,
-        .job_id = job_id(),
+        .job_id = d->pmix ? boot_pmix_job_id(d->pmix) : job_id(),
         .peers = d->cfg.peers,
         .serve = serve,
     };

@@ -117,9 +117,13 @@ void h_init(const char *casename)
     h_size = xdev_size(h_dev);
     CHECK(h_size >= 2, "the conformance suite needs at least 2 ranks, size is %d", h_size);
     CHECK(h_rank >= 0 && h_rank < h_size, "rank %d out of range (size %d)", h_rank, h_size);
-    CHECK(h_rank == cfg.rank && h_size == cfg.size,
-          "device says rank %d of %d, environment says %d of %d", h_rank, h_size, cfg.rank,
-          cfg.size);
+    const char *pmix_rank = getenv("PMIX_RANK");
+    if (pmix_rank && !getenv("XDEV_RANK")) /* started by mpirun or srun */
+        CHECK(h_rank == atoi(pmix_rank), "device says rank %d, PMIx %s", h_rank, pmix_rank);
+    else
+        CHECK(h_rank == cfg.rank && h_size == cfg.size,
+              "device says rank %d of %d, environment says %d of %d", h_rank, h_size, cfg.rank,
+              cfg.size);
 
     static double limit = 110;
     const char *w = getenv("XDEV_CONF_WATCHDOG");

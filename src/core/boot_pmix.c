@@ -1,0 +1,178 @@
+/*
+ * boot_pmix.c - starting under a PMIx server (Open MPI's mpirun, Slurm's
+ * srun --mpi=pmix) with no xdev launcher: rank and size come from PMIx,
+ * and PMIx's key-value store carries what xdevrun's boot directory does.
+ *
+ * Used when the process has PMIX_NAMESPACE and PMIX_RANK in its
+ * environment, xdev_init is given no config, and xdevrun did not start it
+ * (no XDEV_RANK or XDEV_BOOT_DIR). Keys are "xdev.<key>", put with
+ * PMIX_GLOBAL scope and committed at once. Lookups read the local data
+ * store only (PMIX_OPTIONAL): what is not there yet is "not yet", and the
+ * caller asks again, never blocking progress on a remote server.
+ *
+ * Two fences, both in xdev_init and both collecting data: one after every
+ * rank has published its host identity (auto needs every rank's before it
+ * can choose transports), and one after the transports have published
+ * their addresses. After the second, every lookup is local. The job
+ * secret is rank 0's random one, which the others fetch from rank 0's
+ * server with one blocking get (PMIx's direct modex, no fence) before
+ * anything is authenticated; the job id is the namespace with what a file
+ * name cannot carry replaced.
+ */
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include "device.h"
+
+struct boot_pmix {
+    pmix_proc_t me;
+    char job_id[65];
+    char secret[33];
+};
+
+bool boot_pmix_wanted(void)
+{
+    const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
+    return ns && *ns && rank && *rank && !getenv("XDEV_RANK") && !getenv("XDEV_BOOT_DIR");
+}
+
+/* wait_s < 0: the local store only; otherwise wait up to wait_s seconds
+ * for the key to reach it (0: as long as it takes). */
+static int get_value(boot_pmix_t *b, int rank, const char *key, int wait_s, pmix_value_t **v)
+{
+    pmix_proc_t who;
+    PMIX_PROC_LOAD(&who, b->me.nspace, rank < 0 ? PMIX_RANK_WILDCARD : (pmix_rank_t)rank);
+    pmix_info_t info;
+    bool yes = true;
+    if (wait_s < 0)
+        PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    else
+        PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &wait_s, PMIX_INT);
+    pmix_status_t rc = PMIx_Get(&who, key, &info, 1, v);
+    PMIX_INFO_DESTRUCT(&info);
+    return rc == PMIX_SUCCESS ? 1 : rc == PMIX_ERR_NOT_FOUND ? 0 : XDEV_ERR_INIT;
+}
+
+static int put(const char *key, const char *value)
+{
+    char k[PMIX_MAX_KEYLEN + 1];
+    snprintf(k, sizeof k, "xdev.%s", key);
+    pmix_value_t v;
+    PMIX_VALUE_LOAD(&v, value, PMIX_STRING);
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, k, &v);
+    PMIX_VALUE_DESTRUCT(&v);
+    return rc == PMIX_SUCCESS && PMIx_Commit() == PMIX_SUCCESS ? XDEV_OK : XDEV_ERR_INIT;
+}
+
+int boot_pmix_fence(boot_pmix_t *b)
+{
+    (void)b;
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    pmix_status_t rc = PMIx_Fence(NULL, 0, &info, 1);
+    PMIX_INFO_DESTRUCT(&info);
+    return rc == PMIX_SUCCESS ? XDEV_OK : XDEV_ERR_INIT;
+}
+
+int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value)
+{
+    (void)b;
+    return put(key, value);
+}
+
+static int lookup(boot_pmix_t *b, int rank, const char *key, int wait_s, char *out, size_t cap)
+{
+    char k[PMIX_MAX_KEYLEN + 1];
+    snprintf(k, sizeof k, "xdev.%s", key);
+    pmix_value_t *v = NULL;
+    int rc = get_value(b, rank, k, wait_s, &v);
+    if (rc == 1) {
+        if (v->type != PMIX_STRING || !v->data.string || strlen(v->data.string) >= cap)
+            rc = XDEV_ERR_INIT;
+        else
+            strcpy(out, v->data.string);
+    }
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return rc;
+}
+
+int boot_pmix_lookup(boot_pmix_t *b, int rank, const char *key, char *out, size_t cap)
+{
+    return lookup(b, rank, key, -1, out, cap);
+}
+
+/* Rank 0 makes the secret and puts it; the others wait for it. A server
+ * asked before rank 0 has even started may say "not found" at once: ask
+ * again until the peer timeout. */
+static int share_secret(boot_pmix_t *b, int wait_ms)
+{
+    uint64_t deadline = xdev_now_ms() + (uint64_t)wait_ms;
+    while (b->me.rank != 0) {
+        int rc = lookup(b, 0, "secret", (wait_ms + 999) / 1000, b->secret, sizeof b->secret);
+        if (rc != 0)
+            return rc == 1 ? XDEV_OK : rc;
+        if (xdev_now_ms() >= deadline)
+            return XDEV_ERR_INIT;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return XDEV_ERR_SYSTEM;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(b->secret + 2 * i, 3, "%02x", raw[i]);
+    return put("secret", b->secret);
+}
+
+const char *boot_pmix_job_id(const boot_pmix_t *b)
+{
+    return b->job_id;
+}
+
+int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
+{
+    /* c->job_secret points into *out from here on: xdev_init copies it. */
+    boot_pmix_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return XDEV_ERR_NOMEM;
+    if (PMIx_Init(&b->me, NULL, 0) != PMIX_SUCCESS) {
+        free(b);
+        return XDEV_ERR_INIT;
+    }
+    pmix_value_t *v = NULL;
+    int rc = get_value(b, -1, PMIX_JOB_SIZE, 0, &v) == 1 && v->type == PMIX_UINT32
+                 ? XDEV_OK
+                 : XDEV_ERR_INIT;
+    if (rc == XDEV_OK) {
+        c->size = (int)v->data.uint32;
+        c->rank = (int)b->me.rank;
+    }
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    size_t n = 0;
+    for (const char *s = b->me.nspace; *s && n < sizeof b->job_id - 1; s++)
+        b->job_id[n++] = strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-", *s)
+                             ? *s
+                             : '-';
+    if (rc == XDEV_OK)
+        rc = share_secret(b, c->peer_timeout_ms);
+    if (rc != XDEV_OK) {
+        boot_pmix_close(b);
+        return rc;
+    }
+    c->job_secret = b->secret;
+    *out = b;
+    return XDEV_OK;
+}
+
+void boot_pmix_close(boot_pmix_t *b)
+{
+    if (!b)
+        return;
+    PMIx_Finalize(NULL, 0);
+    free(b);
+}
