@@ -12,6 +12,8 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     libibverbs-dev ibverbs-providers
     # starting under a PMIx server (src/core/boot_pmix.c) and its mpirun test
     libpmix-dev openmpi-bin
+    # ... and its srun test, with private daemons (auth/none, no munge)
+    slurmctld slurmd slurm-client slurm-wlm-basic-plugins
     # the bindings (bindings/java, bindings/python) and their tests
     openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy)
 
