@@ -31,6 +31,7 @@ struct boot_pmix {
     pmix_proc_t me;
     char job_id[65];
     char secret[33];
+    char node[128];     /* PMIX_HOSTNAME: the node the launcher put us on */
 };
 
 bool boot_pmix_wanted(void)
@@ -133,6 +134,11 @@ const char *boot_pmix_job_id(const boot_pmix_t *b)
     return b->job_id;
 }
 
+const char *boot_pmix_node(const boot_pmix_t *b)
+{
+    return b->node;
+}
+
 int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
 {
     /* c->job_secret points into *out from here on: xdev_init copies it. */
@@ -151,6 +157,12 @@ int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
         c->size = (int)v->data.uint32;
         c->rank = (int)b->me.rank;
     }
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    v = NULL;
+    if (rc == XDEV_OK && get_value(b, (int)b->me.rank, PMIX_HOSTNAME, 0, &v) == 1 &&
+        v->type == PMIX_STRING && v->data.string)
+        snprintf(b->node, sizeof b->node, "%s", v->data.string);
     if (v)
         PMIX_VALUE_RELEASE(v);
     size_t n = 0;

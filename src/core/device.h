@@ -279,6 +279,7 @@ int boot_pmix_fence(boot_pmix_t *b);
 int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value);
 int boot_pmix_lookup(boot_pmix_t *b, int rank, const char *key, char *out, size_t cap);
 const char *boot_pmix_job_id(const boot_pmix_t *b);
+const char *boot_pmix_node(const boot_pmix_t *b); /* "" if PMIx did not say */
 #else /* never wanted, so the rest is never called */
 static inline bool boot_pmix_wanted(void) { return false; }
 #define boot_pmix_open(c, out) XDEV_ERR_INIT
@@ -287,6 +288,7 @@ static inline bool boot_pmix_wanted(void) { return false; }
 #define boot_pmix_publish(b, key, value) XDEV_ERR_INIT
 #define boot_pmix_lookup(b, rank, key, out, cap) XDEV_ERR_INIT
 #define boot_pmix_job_id(b) "nojob"
+#define boot_pmix_node(b) ""
 #endif
 /* A point every rank reaches: what was published before it can be looked
  * up after it (a PMIx fence; nothing for the boot directory). */

@@ -26,7 +26,7 @@ const xdev_env_var_t xdev_env_vars[] = {
     { "XDEV_SHM_RING", "2m", "bytes of each shared-memory ring" },
     { "XDEV_SHM_CMA_MIN", "16m", "smallest rendezvous copied once (never, or 0)" },
     { "XDEV_SHM_CMA_MODE", "read", "read (receiver pulls) or write (sender pushes)" },
-    { "XDEV_TCP_ADDR", "127.0.0.1", "address a rank listens on" },
+    { "XDEV_TCP_ADDR", "127.0.0.1", "address a rank listens on (under PMIx: routable)" },
     { "XDEV_OFI_PROVIDER", "best offered", "libfabric provider, e.g. verbs;ofi_rxm" },
     { "XDEV_OFI_RMA", "read", "ofi rendezvous: read, write or off" },
     { "XDEV_OFI_VERBOSE", "0", "1: libfabric failures and error completions on stderr" },

@@ -23,7 +23,10 @@
 
 #define HOST_ID_MAX 256
 
-static void host_id(char *out, size_t cap)
+/* Under a PMIx launcher the node it names comes first: ranks it puts on
+ * different nodes never share memory, and ranks on one node do only if
+ * they also share the kernel and namespaces. */
+static void host_id(const xdev_t *d, char *out, size_t cap)
 {
     const char *env = getenv("XDEV_HOST_ID");
     if (env && *env) {
@@ -31,7 +34,8 @@ static void host_id(char *out, size_t cap)
         return;
     }
     static const char *const shared[] = { "ipc", "mnt", "pid" };
-    xdev_host_token(out, cap, shared, 3);
+    int n = d->pmix ? snprintf(out, cap, "%s:", boot_pmix_node(d->pmix)) : 0;
+    xdev_host_token(out + n, cap - (size_t)n, shared, 3);
 }
 
 /* The transports this library was built with. ibv before ofi: where both
@@ -93,7 +97,7 @@ int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const cha
 static int find_local_ranks(xdev_t *d, bool *local)
 {
     char mine[HOST_ID_MAX], theirs[HOST_ID_MAX];
-    host_id(mine, sizeof mine);
+    host_id(d, mine, sizeof mine);
     int rc = xdev_boot_publish(d, "host", mine);
     if (rc == XDEV_OK)
         rc = xdev_boot_sync(d);
@@ -126,6 +130,7 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
         .job_id = d->pmix ? boot_pmix_job_id(d->pmix) : job_id(),
         .peers = d->cfg.peers,
         .serve = serve,
+        .many_hosts = d->pmix != NULL,
     };
     int i = d->ntps;
     int rc = ops->open(d, &p, &d->tps[i].tp);

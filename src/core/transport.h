@@ -156,6 +156,8 @@ typedef struct xdev_tp_params {
     const char *const *peers; /* explicit table, or NULL */
     const bool *serve;        /* serve[r]: this transport carries traffic
                                * to rank r (never set for our own rank) */
+    bool many_hosts;          /* the launcher (PMIx) may have put peers on
+                               * other hosts: listen where they can reach */
 } xdev_tp_params_t;
 
 typedef struct xdev_tp xdev_tp_t; /* a transport's own state */

@@ -120,6 +120,23 @@ static int tcp_arm(xdev_tp_t *tp)
     return tp->service ? XDEV_ERR_BUSY : XDEV_OK;
 }
 
+/* The first IPv4 address of an interface that is up and not loopback:
+ * where peers on other hosts can reach us when nobody said otherwise. */
+static bool routable_addr(char *out, size_t cap)
+{
+    struct ifaddrs *list;
+    bool found = false;
+    if (getifaddrs(&list) != 0)
+        return false;
+    for (struct ifaddrs *a = list; a && !found; a = a->ifa_next)
+        found = a->ifa_addr && a->ifa_addr->sa_family == AF_INET && (a->ifa_flags & IFF_UP) &&
+                !(a->ifa_flags & IFF_LOOPBACK) &&
+                getnameinfo(a->ifa_addr, sizeof(struct sockaddr_in), out, (socklen_t)cap, NULL, 0,
+                            NI_NUMERICHOST) == 0;
+    freeifaddrs(list);
+    return found;
+}
+
 /* xdev-info: the interfaces a rank could listen on. */
 static void tcp_info(FILE *out)
 {
@@ -141,8 +158,12 @@ static void tcp_info(FILE *out)
     }
     freeifaddrs(list);
     const char *addr = getenv("XDEV_TCP_ADDR");
-    fprintf(out, "  ranks listen on %s (XDEV_TCP_ADDR) unless given a peer table\n",
+    char routable[INET6_ADDRSTRLEN];
+    fprintf(out, "  ranks listen on %s (XDEV_TCP_ADDR) unless given a peer table",
             addr && *addr ? addr : "127.0.0.1");
+    if (!(addr && *addr) && routable_addr(routable, sizeof routable))
+        fprintf(out, "; under mpirun or srun on %s", routable);
+    fprintf(out, "\n");
 }
 
 static void tcp_watch(xdev_tp_t *tp, int peer)
@@ -200,14 +221,18 @@ static int format_addr(const struct sockaddr_storage *ss, char *out, size_t cap)
     return XDEV_OK;
 }
 
-/* Listen where the peer table says, or on XDEV_TCP_ADDR (default loopback)
- * at a port the kernel picks, published through the bootstrap. */
+/* Listen where the peer table says, or on XDEV_TCP_ADDR, at a port the
+ * kernel picks, published through the bootstrap. Unset, XDEV_TCP_ADDR is
+ * loopback for a job on one host (xdevrun's) and the first routable
+ * address for one a PMIx launcher may spread over several. */
 static int tcp_listen(xdev_tp_t *tp, const xdev_tp_params_t *p)
 {
     struct sockaddr_storage ss;
     socklen_t len;
     const char *env = getenv("XDEV_TCP_ADDR");
-    char want[300];
+    char want[300], routable[INET6_ADDRSTRLEN];
+    if ((!env || !*env) && p->many_hosts && routable_addr(routable, sizeof routable))
+        env = routable;
     if (p->peers)
         snprintf(want, sizeof want, "%s", p->peers[p->rank]);
     else if (env && strchr(env, ':') && env[0] != '[' && strchr(env, ':') != strrchr(env, ':'))

@@ -45,10 +45,17 @@ int main(void)
           want_rank ? want_rank : "nothing");
     CHECK(want_size && atoi(want_size) == size, "size %d, the launcher says %s", size,
           want_size ? want_size : "nothing");
+    /* XDEV_EXPECT_NODE_RANKS=N: ranks are N to a node, in order, so the
+     * ones on our node use shm and the others tcp (under auto). */
     const char *expect = getenv("XDEV_EXPECT_TRANSPORT");
+    const char *per_node = getenv("XDEV_EXPECT_NODE_RANKS");
+    int n = per_node ? atoi(per_node) : 0;
     for (int p = 0; p < size; p++) {
         const char *t = xdev_peer_transport(dev, p);
-        const char *want = p == rank ? "self" : expect && *expect ? expect : "shm";
+        const char *want = p == rank                ? "self"
+                           : expect && *expect      ? expect
+                           : n > 0 && p / n != rank / n ? "tcp"
+                                                    : "shm";
         CHECK(t && !strcmp(t, want), "rank %d reaches %d over %s, want %s", rank, p,
               t ? t : "nothing", want);
     }
