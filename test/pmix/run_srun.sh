@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_srun.sh PMIX_CHECK CONFORMANCE
+# run_srun.sh PMIX_CHECK CONFORMANCE RUN_PEER_KILL FAULT_PEER_KILL CASE...
 #
 # Slurm as a cluster runs it, in miniature: a private slurmctld and slurmd
 # on this host with a generated configuration in a temporary directory
@@ -9,7 +9,8 @@
 # children and are stopped and reaped at the end, with the directory
 # removed, whatever happened.
 set -uo pipefail
-check=$1 conformance=$2
+check=$1 conformance=$2 peer_kill=$3 fault_peer_kill=$4
+shift 4
 dir=$(mktemp -d /tmp/xdev-slurm.XXXXXX)
 pids=()
 cleanup() {
@@ -89,9 +90,13 @@ run() { # what, then the srun command's environment and arguments
 srun=(timeout 120 srun --mpi=pmix -n 4)
 run "pmix-check under srun (auto: shm)" "${srun[@]}" "$check"
 run "pmix-check under srun (tcp)" XDEV_TRANSPORT=tcp XDEV_EXPECT_TRANSPORT=tcp "${srun[@]}" "$check"
-for c in matching sizes vector; do
+for c in "$@"; do
     run "conformance $c under srun" "${srun[@]}" "$conformance" "$c"
 done
+# A rank killed under srun: the others (left running: no kill on bad exit)
+# fail only what involves it.
+run "a killed rank under srun" PEER_KILL_LAUNCH="srun --mpi=pmix -n 4 --kill-on-bad-exit=0" \
+    bash "$peer_kill" none 4 "$fault_peer_kill"
 # Steps end before their slurmstepd does: let them go while slurmd still
 # reaps them.
 for _ in $(seq 50); do
