@@ -2,14 +2,15 @@
 # The whole test suite: build normally and with sanitizers, run every test
 # in each build, and end with one line "N passed, N failed".
 #
-#   scripts/test.sh              release + ASan/UBSan + TSan builds
+#   scripts/test.sh              release + ASan/UBSan + TSan builds, and one
+#                                without libpmix (a selection)
 #   XDEV_TEST_BUILDS=plain scripts/test.sh   only the plain build
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
-builds=${XDEV_TEST_BUILDS:-"plain asan tsan"}
+builds=${XDEV_TEST_BUILDS:-"plain asan tsan nopmix"}
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 
@@ -28,6 +29,9 @@ for b in $builds; do
                 -Djava=disabled -Dpython=disabled) ;;
     tsan) opts=(--buildtype=debug -Db_sanitize=thread -Db_lundef=false -Db_lto=false
                 -Djava=disabled -Dpython=disabled) ;;
+    # Without libpmix (a machine that lacks it): everything else still works.
+    nopmix) opts=(--buildtype=debugoptimized -Db_lto=false -Dpmix=disabled
+                  -Djava=disabled -Dpython=disabled) ;;
     *) echo "unknown build $b"; exit 2 ;;
     esac
     echo "=== build: $b"
@@ -44,6 +48,11 @@ for b in $builds; do
     # inside the VM is not built with the sanitizers.
     selection=(--no-suite ibv)
     [ "$b" = plain ] && selection=()
+    if [ "$b" = nopmix ]; then
+        mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
+            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' |
+            grep -E -- '-np4-(matching|sizes|vector|event)$|^install-|^example-|^multihost')
+    fi
     if [ "$b" = tsan ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
             grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-')
