@@ -185,7 +185,10 @@ void ibv_rma_completion(xdev_tp_t *tp, struct ibv_wc *wc)
     c->outstanding--;
     if (wc->status != IBV_WC_SUCCESS && p->state != PEER_DEAD) {
         IBV_TRACE(tp, "peer %d: rdma completion %s", c->peer, ibv_wc_status_str(wc->status));
-        ibv_peer_fail(tp, c->peer); /* hands c's op back */
+        /* hands c's op back, and frees c unless flushes are still due:
+         * c is not ours to touch after this */
+        ibv_peer_fail(tp, c->peer);
+        return;
     }
     if (c->outstanding == 0 && c->posted == c->len)
         ctx_finish(tp, p, c, XDEV_OK);
