@@ -15,7 +15,10 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     # ... and its srun test, with private daemons (auth/none, no munge)
     slurmctld slurmd slurm-client slurm-wlm-basic-plugins
     # the bindings (bindings/java, bindings/python) and their tests
-    openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy)
+    openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy
+    # pip install ./bindings/python offline (its test), and mpi4py for
+    # test/bench/compare-bindings.sh
+    python3-venv python3-pip python3-setuptools python3-wheel python3-mpi4py)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,18 @@ void h_init(const char *casename)
     h_eager = cfg.eager_limit;
     h_flags = cfg.flags;
 
+    /* xdev_init must leave the application's signal handlers alone (a
+     * libfabric provider's library once replaced them). */
+    static const int sigs[] = { SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABRT };
+    struct sigaction before[5], after;
+    for (int i = 0; i < 5; i++)
+        sigaction(sigs[i], NULL, &before[i]);
     CHECK_RC(xdev_init(NULL, &h_dev));
+    for (int i = 0; i < 5; i++) {
+        sigaction(sigs[i], NULL, &after);
+        CHECK(after.sa_handler == before[i].sa_handler,
+              "xdev_init changed the handler of signal %d", sigs[i]);
+    }
     CHECK(h_dev != NULL, "xdev_init returned OK but no device");
     h_rank = xdev_rank(h_dev);
     h_size = xdev_size(h_dev);

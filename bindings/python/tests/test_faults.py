@@ -1,0 +1,25 @@
+"""A rank that dies: the others' operations that involve it fail with
+PeerError, and nothing else is disturbed. Run with 3 ranks."""
+import os
+
+import pytest
+import xdev
+from conftest import barrier
+
+
+def test_a_dead_peer_fails_only_what_involves_it(dev):
+    assert dev.size == 3
+    victim = 2
+    barrier(dev)
+    if dev.rank == victim:
+        os._exit(0)  # gone without a word: no finalize
+    other = 1 - dev.rank
+    with pytest.raises(xdev.PeerError) as e:
+        dev.recv(bytearray(4), victim, 40)
+    assert e.value.code == xdev.ERR_PEER
+    assert dev.peer_state(victim) == xdev.PEER_DEAD
+    # the survivors still talk
+    dev.send(b"live", other, 41)
+    got = bytearray(4)
+    dev.recv(got, other, 41)
+    assert got == b"live"

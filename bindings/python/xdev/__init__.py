@@ -1,0 +1,132 @@
+"""xdev for Python: point-to-point messages between the ranks of a job.
+
+    import xdev
+    with xdev.Device() as dev:          # from xdevrun's (or mpirun's) environment
+        if dev.rank == 0:
+            dev.send(b"hello", 1)
+        else:
+            buf = bytearray(5)
+            st = dev.recv(buf, 0)       # Status(source, tag, ctx, count, msg_len, error)
+
+Buffers are anything with the buffer protocol (bytes, bytearray,
+memoryview, numpy arrays), C-contiguous; receives need writable ones.
+send_obj/recv_obj move any picklable object. Every blocking call releases
+the GIL, and Ctrl-C interrupts it (a receive not yet matched is cancelled).
+A Request is awaitable in asyncio, and Device.arecv awaits a receive, both
+driven by the device's file descriptor on the running loop.
+"""
+import asyncio
+import atexit
+import pickle
+import weakref
+
+import signal as _signal
+
+from . import _xdev
+
+# Loading the extension loads libfabric, and Debian's links PSM's
+# libinfinipath, whose constructor installs C handlers of its own for
+# SIGINT, SIGTERM, SIGSEGV and more (they exit with status 1): Ctrl-C
+# would no longer raise KeyboardInterrupt. Put Python's back.
+for _sig in _signal.valid_signals():
+    try:
+        _handler = _signal.getsignal(_sig)
+        if _handler is not None:
+            _signal.signal(_sig, _handler)
+    except (OSError, ValueError, RuntimeError):  # SIGKILL and the like; not the main thread
+        pass
+from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_PEER, ERR_TRUNCATE, PEER_ALIVE,
+                    PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request, Status,
+                    TruncationError, version)
+
+__all__ = ["Device", "Request", "Message", "Status", "Error", "TruncationError", "PeerError",
+           "ANY_SOURCE", "ANY_TAG", "PEER_UNKNOWN", "PEER_ALIVE", "PEER_DEAD", "version"]
+
+# The exceptions carry (code, text, status): name the parts.
+Error.code = property(lambda e: e.args[0], doc="the XDEV_ERR code")
+Error.status = property(lambda e: e.args[2] if len(e.args) > 2 else None,
+                        doc="the Status of the failed operation, when it has one")
+
+_open_devices = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # A device still open at exit leaves in order, so its peers see it go.
+    for dev in list(_open_devices):
+        dev.close()
+
+
+class Device(_xdev.Device):
+    """This rank's endpoint; a context manager that finalizes on exit."""
+
+    def __init__(self):
+        super().__init__()
+        _open_devices.add(self)
+        self._loop_reader = None
+        self._awaited = {}
+
+    def send_obj(self, obj, dest, tag=0, ctx=0):
+        """Send any picklable object (pickle protocol 5)."""
+        self.send(pickle.dumps(obj, protocol=5), dest, tag, ctx)
+
+    def isend_obj(self, obj, dest, tag=0, ctx=0):
+        """Start sending a picklable object; the Request holds the bytes."""
+        return self.isend(pickle.dumps(obj, protocol=5), dest, tag, ctx)
+
+    def recv_obj(self, source=ANY_SOURCE, tag=ANY_TAG, ctx=0):
+        """Receive an object sent by send_obj; returns (obj, Status). A
+        matched probe claims the message first, so threads receiving at
+        once never take each other's."""
+        msg = self.mprobe(source, tag, ctx)
+        buf = bytearray(msg.status.msg_len)
+        st = msg.recv(buf)
+        return pickle.loads(buf), st
+
+    # ---- asyncio ----
+
+    def _drive(self):
+        """The loop's reader: progress, finish awaited requests, re-arm."""
+        self.progress()
+        for req, fut in list(self._awaited.items()):
+            if fut.done():
+                del self._awaited[req]
+                continue
+            try:
+                st = req.test()
+            except Error as e:
+                del self._awaited[req]
+                fut.set_exception(e)
+                continue
+            if st is not None:
+                del self._awaited[req]
+                fut.set_result(st)
+        if self._awaited and not self.arm():
+            asyncio.get_running_loop().call_soon(self._drive)
+
+    async def wait_async(self, req):
+        """Await req's completion on the running loop; its Status."""
+        st = req.test()
+        if st is not None:
+            return st
+        loop = asyncio.get_running_loop()
+        if self._loop_reader is not loop:
+            loop.add_reader(self.fileno(), self._drive)
+            self._loop_reader = loop
+        fut = loop.create_future()
+        self._awaited[req] = fut
+        loop.call_soon(self._drive)
+        return await fut
+
+    async def arecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0):
+        """Receive into buf without blocking the loop; its Status."""
+        return await self.wait_async(self.irecv(buf, source, tag, ctx))
+
+    def close(self):
+        loop = getattr(self, "_loop_reader", None)
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.fileno())
+        self._loop_reader = None
+        _open_devices.discard(self)
+        super().close()
+

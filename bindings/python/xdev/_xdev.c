@@ -1,0 +1,858 @@
+/*
+ * _xdev.c - the C half of the Python binding: Device, Request, Message and
+ * Status over include/xdev.h. The Python half (__init__.py) adds pickled
+ * objects and asyncio on top.
+ *
+ * Buffers: anything with the buffer protocol, C-contiguous; sends take
+ * read-only buffers, receives need writable ones. A request holds its
+ * Py_buffer (so the memory stays put and alive) until it is reaped.
+ *
+ * Requests: the C xdev_request_t is malloc'd, so it never moves with the
+ * Python object. Every active request is also in its device's `live` set:
+ * a request the program drops stays alive, with its buffer, until it
+ * completes and is reaped by a later wait/test/peek, or until the device
+ * is closed (xdev_finalize abandons it; only then is its storage freed).
+ * Nothing is ever reaped twice: `active` is cleared by the one reap.
+ *
+ * Blocking: every call that may wait releases the GIL and waits in slices
+ * of at most 20 ms (a short spin on xdev_test, then a sleep on xdev_fd
+ * after xdev_arm), then takes the GIL back and runs the signal handlers:
+ * Ctrl-C raises KeyboardInterrupt within a slice. An interrupted receive
+ * that has not begun is cancelled; anything that has begun is finished
+ * first, since its buffer cannot be left to xdev.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <xdev.h>
+
+#define SLICE_MS 20
+#define SPIN_TESTS 2000
+
+static PyObject *Error, *TruncationError, *PeerError;
+static PyTypeObject StatusType;
+
+/* ---- errors and statuses ---- */
+
+static PyObject *status_new(const xdev_status_t *st)
+{
+    PyObject *s = PyStructSequence_New(&StatusType);
+    if (!s)
+        return NULL;
+    PyStructSequence_SET_ITEM(s, 0, PyLong_FromLong(st->source));
+    PyStructSequence_SET_ITEM(s, 1, PyLong_FromLong(st->tag));
+    PyStructSequence_SET_ITEM(s, 2, PyLong_FromLong(st->ctx));
+    PyStructSequence_SET_ITEM(s, 3, PyLong_FromSize_t(st->count));
+    PyStructSequence_SET_ITEM(s, 4, PyLong_FromSize_t(st->msg_len));
+    PyStructSequence_SET_ITEM(s, 5, PyLong_FromLong(st->error));
+    return s;
+}
+
+/* Raise the exception for code; status (may be NULL) rides along. */
+static PyObject *raise_code(int code, const xdev_status_t *st)
+{
+    PyObject *type = code == XDEV_ERR_TRUNCATE ? TruncationError
+                     : code == XDEV_ERR_PEER || code == XDEV_ERR_PEER_PENDING ? PeerError
+                     : code == XDEV_ERR_ARG ? PyExc_ValueError
+                                            : Error;
+    if (type == PyExc_ValueError) {
+        PyErr_Format(type, "xdev: %s", xdev_strerror(code));
+        return NULL;
+    }
+    PyObject *status = st ? status_new(st) : Py_NewRef(Py_None);
+    PyObject *exc = status ? PyObject_CallFunction(type, "isO", code, xdev_strerror(code), status)
+                           : NULL;
+    Py_XDECREF(status);
+    if (exc) {
+        PyErr_SetObject(type, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* ---- the device ---- */
+
+typedef struct {
+    PyObject_HEAD
+    xdev_t *dev;
+    int fd;           /* xdev_fd, made on first need; -1 before */
+    PyObject *live;   /* set of active Request objects */
+} DeviceObject;
+
+typedef struct {
+    PyObject_HEAD
+    DeviceObject *device;
+    xdev_request_t *req; /* malloc'd: never moves */
+    Py_buffer view;
+    bool has_view;
+    bool active;
+    PyObject *keep;      /* an object to hold until reaped (a Message's) */
+} RequestObject;
+
+static PyTypeObject DeviceType, RequestType, MessageType;
+
+static bool device_ok(DeviceObject *d)
+{
+    if (!d->dev)
+        PyErr_SetString(PyExc_ValueError, "xdev: the device is closed");
+    return d->dev != NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Wait for req (without the GIL) for one slice at most: a spin on
+ * xdev_test, then sleeps on the device fd. 1 if it completed (and was
+ * reaped into *st), 0 if not yet, < 0 an xdev error. */
+static int wait_slice(xdev_t *dev, int fd, xdev_request_t *req, xdev_status_t *st)
+{
+    int done = 0, rc = 0;
+    double end = now_ms() + SLICE_MS;
+    for (int i = 0; i < SPIN_TESTS && !done && rc == 0; i++)
+        rc = xdev_test(req, &done, st);
+    while (!done && rc == 0 && now_ms() < end) {
+        if (fd >= 0 && xdev_arm(dev) == XDEV_OK)
+            poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, SLICE_MS);
+        rc = xdev_test(req, &done, st);
+    }
+    return rc < 0 ? rc : done;
+}
+
+/* Block until req completes; *st filled. Returns 0, an xdev error (< 0),
+ * or 1 when a signal handler raised (the request is finished or cancelled
+ * and reaped first, so its memory is the caller's again). */
+static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st)
+{
+    int done = 0, rc = xdev_test(req, &done, st);
+    if (rc != XDEV_OK || done)
+        return rc;
+    if (d->fd < 0) {
+        int fd = xdev_fd(d->dev);
+        d->fd = fd >= 0 ? fd : -1;
+    }
+    bool interrupted = false;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = wait_slice(d->dev, d->fd, req, st);
+        Py_END_ALLOW_THREADS
+        if (rc != 0)
+            break;
+        if (!interrupted && PyErr_CheckSignals() < 0) {
+            interrupted = true;
+            xdev_cancel(req); /* XDEV_ERR_TOO_LATE: it finishes whole */
+        }
+    }
+    return rc < 0 ? rc : interrupted ? 1 : 0;
+}
+
+/* A buffer argument: C-contiguous, and writable for a receive. */
+static int get_buffer(PyObject *obj, Py_buffer *view, bool writable)
+{
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) |
+                                          PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError)) { /* numpy says ValueError */
+            PyErr_Clear();
+            PyErr_Format(PyExc_BufferError,
+                         "xdev needs a C-contiguous%s buffer (bytes, bytearray, memoryview, "
+                         "numpy array), not %.100s",
+                         writable ? ", writable" : "", Py_TYPE(obj)->tp_name);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Arguments: send (buf, dest, tag=0, ctx=0), receive (buf, source=ANY,
+ * tag=ANY, ctx=0), positional or by keyword. */
+static int parse_p2p(PyObject *args, PyObject *kw, bool recv, PyObject **buf, int *peer,
+                     int *tag, int *ctx)
+{
+    static char *send_kw[] = { "buf", "dest", "tag", "ctx", NULL };
+    static char *recv_kw[] = { "buf", "source", "tag", "ctx", NULL };
+    *peer = XDEV_ANY_SOURCE;
+    *tag = recv ? XDEV_ANY_TAG : 0;
+    *ctx = 0;
+    return PyArg_ParseTupleAndKeywords(args, kw, recv ? "O|iii" : "Oi|ii", recv ? recv_kw : send_kw,
+                                       buf, peer, tag, ctx)
+               ? 0
+               : -1;
+}
+
+static RequestObject *request_new(DeviceObject *d)
+{
+    RequestObject *r = PyObject_New(RequestObject, &RequestType);
+    if (!r)
+        return NULL;
+    r->req = PyMem_RawCalloc(1, sizeof *r->req);
+    r->device = (DeviceObject *)Py_NewRef(d);
+    r->has_view = false;
+    r->active = false;
+    r->keep = NULL;
+    if (!r->req) {
+        Py_DECREF(r);
+        return (RequestObject *)PyErr_NoMemory();
+    }
+    r->req->user = r;
+    return r;
+}
+
+/* The request was posted: it lives in its device's set until reaped. */
+static PyObject *request_posted(RequestObject *r)
+{
+    r->active = true;
+    if (PySet_Add(r->device->live, (PyObject *)r) < 0)
+        return NULL; /* cannot happen short of memory; it stays in xdev */
+    return (PyObject *)r;
+}
+
+/* Reaped: give back the buffer and leave the live set. */
+static void request_reaped(RequestObject *r)
+{
+    r->active = false;
+    if (r->has_view) {
+        PyBuffer_Release(&r->view);
+        r->has_view = false;
+    }
+    Py_CLEAR(r->keep);
+    PySet_Discard(r->device->live, (PyObject *)r);
+}
+
+enum op { OP_SEND, OP_SSEND, OP_RECV };
+
+static PyObject *post(DeviceObject *d, PyObject *args, PyObject *kw, enum op op)
+{
+    PyObject *buf;
+    int peer, tag, ctx;
+    if (!device_ok(d) || parse_p2p(args, kw, op == OP_RECV, &buf, &peer, &tag, &ctx) < 0)
+        return NULL;
+    RequestObject *r = request_new(d);
+    if (!r)
+        return NULL;
+    if (get_buffer(buf, &r->view, op == OP_RECV) < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    r->has_view = true;
+    int rc = op == OP_RECV ? xdev_irecv(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req)
+             : op == OP_SSEND ? xdev_issend(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req)
+                              : xdev_isend(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req);
+    if (rc != XDEV_OK) {
+        Py_DECREF(r); /* releases the view */
+        return raise_code(rc, NULL);
+    }
+    if (!request_posted(r)) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return (PyObject *)r;
+}
+
+/* Wait for a request of ours (not in Python's hands) and report. */
+static PyObject *finish(DeviceObject *d, RequestObject *r, bool want_status)
+{
+    xdev_status_t st;
+    int rc = wait_request(d, r->req, &st);
+    request_reaped(r);
+    Py_DECREF(r);
+    if (rc == 1)
+        return NULL; /* KeyboardInterrupt, or what the handler raised */
+    if (rc < 0)
+        return raise_code(rc, NULL);
+    if (st.error != XDEV_OK)
+        return raise_code(st.error, &st);
+    return want_status ? status_new(&st) : Py_NewRef(Py_None);
+}
+
+static PyObject *dev_isend(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_SEND); }
+static PyObject *dev_issend(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_SSEND); }
+static PyObject *dev_irecv(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_RECV); }
+
+static PyObject *dev_send(DeviceObject *d, PyObject *a, PyObject *k)
+{
+    PyObject *r = post(d, a, k, OP_SEND);
+    return r ? finish(d, (RequestObject *)r, false) : NULL;
+}
+
+static PyObject *dev_ssend(DeviceObject *d, PyObject *a, PyObject *k)
+{
+    PyObject *r = post(d, a, k, OP_SSEND);
+    return r ? finish(d, (RequestObject *)r, false) : NULL;
+}
+
+static PyObject *dev_recv(DeviceObject *d, PyObject *a, PyObject *k)
+{
+    PyObject *r = post(d, a, k, OP_RECV);
+    return r ? finish(d, (RequestObject *)r, true) : NULL;
+}
+
+static int parse_match(PyObject *args, PyObject *kw, int *src, int *tag, int *ctx)
+{
+    static char *kwlist[] = { "source", "tag", "ctx", NULL };
+    *src = XDEV_ANY_SOURCE;
+    *tag = XDEV_ANY_TAG;
+    *ctx = 0;
+    return PyArg_ParseTupleAndKeywords(args, kw, "|iii", kwlist, src, tag, ctx) ? 0 : -1;
+}
+
+/* iprobe(source, tag, ctx) -> Status or None */
+static PyObject *dev_iprobe(DeviceObject *d, PyObject *args, PyObject *kw)
+{
+    int src, tag, ctx, found = 0;
+    xdev_status_t st;
+    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
+        return NULL;
+    int rc = xdev_iprobe(d->dev, src, tag, ctx, &found, &st);
+    if (rc != XDEV_OK)
+        return raise_code(rc, NULL);
+    return found ? status_new(&st) : Py_NewRef(Py_None);
+}
+
+/* probe: iprobe until found, in slices so that Ctrl-C gets through. */
+static PyObject *dev_probe(DeviceObject *d, PyObject *args, PyObject *kw)
+{
+    int src, tag, ctx, found = 0, rc = XDEV_OK;
+    xdev_status_t st;
+    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
+        return NULL;
+    while (rc == XDEV_OK && !found) {
+        Py_BEGIN_ALLOW_THREADS
+        double end = now_ms() + SLICE_MS;
+        while (rc == XDEV_OK && !found && now_ms() < end)
+            rc = xdev_iprobe(d->dev, src, tag, ctx, &found, &st);
+        Py_END_ALLOW_THREADS
+        if (rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+    return rc == XDEV_OK ? status_new(&st) : raise_code(rc, NULL);
+}
+
+/* The matched probe: a Message owns the claimed message until received. */
+typedef struct {
+    PyObject_HEAD
+    DeviceObject *device;
+    xdev_message_t msg;
+    xdev_status_t st;
+    bool used;
+} MessageObject;
+
+static PyObject *message_new(DeviceObject *d, const xdev_message_t *m, const xdev_status_t *st)
+{
+    MessageObject *o = PyObject_New(MessageObject, &MessageType);
+    if (!o)
+        return NULL;
+    o->device = (DeviceObject *)Py_NewRef(d);
+    o->msg = *m;
+    o->st = *st;
+    o->used = false;
+    return (PyObject *)o;
+}
+
+/* improbe(source, tag, ctx) -> Message or None; mprobe blocks. */
+static PyObject *matched_probe(DeviceObject *d, PyObject *args, PyObject *kw, bool block)
+{
+    int src, tag, ctx, found = 0, rc = XDEV_OK;
+    xdev_status_t st;
+    xdev_message_t m;
+    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
+        return NULL;
+    do {
+        Py_BEGIN_ALLOW_THREADS
+        double end = now_ms() + SLICE_MS;
+        do
+            rc = xdev_improbe(d->dev, src, tag, ctx, &found, &m, &st);
+        while (block && rc == XDEV_OK && !found && now_ms() < end);
+        Py_END_ALLOW_THREADS
+        if (block && rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
+            return NULL;
+    } while (block && rc == XDEV_OK && !found);
+    if (rc != XDEV_OK)
+        return raise_code(rc, NULL);
+    return found ? message_new(d, &m, &st) : Py_NewRef(Py_None);
+}
+
+static PyObject *dev_improbe(DeviceObject *d, PyObject *a, PyObject *k) { return matched_probe(d, a, k, false); }
+static PyObject *dev_mprobe(DeviceObject *d, PyObject *a, PyObject *k) { return matched_probe(d, a, k, true); }
+
+/* peek(timeout=-1) -> the Request object that completed (the very one
+ * posted), or None when the timeout (ms; 0 looks once) passed. */
+static PyObject *dev_peek(DeviceObject *d, PyObject *args)
+{
+    int timeout = -1;
+    if (!device_ok(d) || !PyArg_ParseTuple(args, "|i", &timeout))
+        return NULL;
+    xdev_request_t *done = NULL;
+    int rc;
+    for (;;) {
+        int slice = timeout < 0 || timeout > SLICE_MS ? SLICE_MS : timeout;
+        Py_BEGIN_ALLOW_THREADS
+        rc = xdev_peek_timed(d->dev, slice, &done);
+        Py_END_ALLOW_THREADS
+        if (rc != XDEV_ERR_TIMEOUT || (timeout >= 0 && (timeout -= slice) <= 0))
+            break;
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+    if (rc == XDEV_ERR_TIMEOUT)
+        return Py_NewRef(Py_None);
+    if (rc != XDEV_OK)
+        return raise_code(rc, NULL);
+    /* Still active for wait/test, which reap it and give its status. */
+    return Py_NewRef((PyObject *)done->user);
+}
+
+static PyObject *dev_wakeup(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    if (!device_ok(d))
+        return NULL;
+    xdev_wakeup(d->dev);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dev_progress(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    if (!device_ok(d))
+        return NULL;
+    int rc = xdev_progress(d->dev);
+    return rc < 0 ? raise_code(rc, NULL) : PyBool_FromLong(rc);
+}
+
+static PyObject *dev_fileno(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    if (!device_ok(d))
+        return NULL;
+    int fd = xdev_fd(d->dev);
+    return fd < 0 ? raise_code(fd, NULL) : PyLong_FromLong(fd);
+}
+
+/* arm() -> True: safe to sleep on fileno(); False: progress first. */
+static PyObject *dev_arm(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    if (!device_ok(d))
+        return NULL;
+    int rc = xdev_arm(d->dev);
+    if (rc == XDEV_OK || rc == XDEV_ERR_BUSY)
+        return PyBool_FromLong(rc == XDEV_OK);
+    return raise_code(rc, NULL);
+}
+
+static PyObject *dev_peer_state(DeviceObject *d, PyObject *args)
+{
+    int rank;
+    if (!device_ok(d) || !PyArg_ParseTuple(args, "i", &rank))
+        return NULL;
+    int rc = xdev_peer_state(d->dev, rank);
+    return rc < 0 ? raise_code(rc, NULL) : PyLong_FromLong(rc);
+}
+
+static PyObject *dev_stats(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    xdev_stats_t s;
+    if (!device_ok(d))
+        return NULL;
+    int rc = xdev_stats(d->dev, &s);
+    if (rc != XDEV_OK)
+        return raise_code(rc, NULL);
+    PyObject *tps = PyDict_New();
+    for (int i = 0; tps && i < s.ntransports; i++) {
+        PyObject *t = Py_BuildValue("{s:K,s:K,s:K,s:K}", "msgs_sent", s.transport[i].msgs_sent,
+                                    "bytes_sent", s.transport[i].bytes_sent, "msgs_received",
+                                    s.transport[i].msgs_received, "bytes_received",
+                                    s.transport[i].bytes_received);
+        if (!t || PyDict_SetItemString(tps, s.transport[i].name, t) < 0)
+            Py_CLEAR(tps);
+        Py_XDECREF(t);
+    }
+    PyObject *out = tps ? Py_BuildValue("{s:O,s:K,s:K,s:K,s:n,s:n,s:i}", "transports", tps,
+                                        "self_msgs", s.self_msgs, "rendezvous_sent",
+                                        s.rendezvous_sent, "rendezvous_received",
+                                        s.rendezvous_received, "unexpected_bytes",
+                                        (Py_ssize_t)s.unexpected_bytes, "unexpected_peak",
+                                        (Py_ssize_t)s.unexpected_peak, "peers_dead", s.peers_dead)
+                        : NULL;
+    Py_XDECREF(tps);
+    return out;
+}
+
+/* Finalize: what was never reaped is abandoned by xdev and freed here. */
+static PyObject *dev_close(DeviceObject *d, PyObject *unused)
+{
+    (void)unused;
+    if (!d->dev)
+        Py_RETURN_NONE;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = xdev_finalize(d->dev);
+    Py_END_ALLOW_THREADS
+    d->dev = NULL;
+    PyObject *left = PySequence_List(d->live);
+    for (Py_ssize_t i = 0; left && i < PyList_GET_SIZE(left); i++)
+        request_reaped((RequestObject *)PyList_GET_ITEM(left, i));
+    Py_XDECREF(left);
+    if (rc != XDEV_OK && rc != XDEV_ERR_CANCELED)
+        return raise_code(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+static int dev_init(DeviceObject *d, PyObject *args, PyObject *kw)
+{
+    if (!PyArg_ParseTuple(args, "") || (kw && PyDict_Size(kw)))
+        return PyErr_SetString(PyExc_TypeError, "Device() takes no arguments: it reads the "
+                                                "launcher's environment"), -1;
+    if (d->dev)
+        return 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = xdev_init(NULL, &d->dev);
+    Py_END_ALLOW_THREADS
+    if (rc != XDEV_OK) {
+        d->dev = NULL;
+        raise_code(rc, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *dev_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args, (void)kw;
+    DeviceObject *d = (DeviceObject *)type->tp_alloc(type, 0);
+    if (d) {
+        d->fd = -1;
+        d->live = PySet_New(NULL);
+        if (!d->live)
+            Py_CLEAR(d);
+    }
+    return (PyObject *)d;
+}
+
+static void dev_dealloc(DeviceObject *d)
+{
+    PyObject_GC_UnTrack(d);
+    if (d->dev) {
+        PyObject *r = dev_close(d, NULL);
+        if (!r)
+            PyErr_WriteUnraisable((PyObject *)d);
+        Py_XDECREF(r);
+    }
+    Py_CLEAR(d->live);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static int dev_traverse(DeviceObject *d, visitproc visit, void *arg)
+{
+    Py_VISIT(d->live);
+    return 0;
+}
+
+static PyObject *dev_enter(PyObject *d, PyObject *unused)
+{
+    (void)unused;
+    return Py_NewRef(d);
+}
+
+static PyObject *dev_exit(DeviceObject *d, PyObject *args)
+{
+    (void)args;
+    PyObject *r = dev_close(d, NULL);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *dev_rank(DeviceObject *d, void *c) { (void)c; return device_ok(d) ? PyLong_FromLong(xdev_rank(d->dev)) : NULL; }
+static PyObject *dev_size(DeviceObject *d, void *c) { (void)c; return device_ok(d) ? PyLong_FromLong(xdev_size(d->dev)) : NULL; }
+
+static PyMethodDef dev_methods[] = {
+    { "send", (PyCFunction)(void (*)(void))dev_send, METH_VARARGS | METH_KEYWORDS, "send(buf, dest, tag=0, ctx=0)" },
+    { "ssend", (PyCFunction)(void (*)(void))dev_ssend, METH_VARARGS | METH_KEYWORDS, "ssend(buf, dest, tag=0, ctx=0): returns once matched" },
+    { "recv", (PyCFunction)(void (*)(void))dev_recv, METH_VARARGS | METH_KEYWORDS, "recv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Status" },
+    { "isend", (PyCFunction)(void (*)(void))dev_isend, METH_VARARGS | METH_KEYWORDS, "isend(buf, dest, tag=0, ctx=0) -> Request" },
+    { "issend", (PyCFunction)(void (*)(void))dev_issend, METH_VARARGS | METH_KEYWORDS, "issend(buf, dest, tag=0, ctx=0) -> Request" },
+    { "irecv", (PyCFunction)(void (*)(void))dev_irecv, METH_VARARGS | METH_KEYWORDS, "irecv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Request" },
+    { "iprobe", (PyCFunction)(void (*)(void))dev_iprobe, METH_VARARGS | METH_KEYWORDS, "iprobe(source, tag, ctx) -> Status or None" },
+    { "probe", (PyCFunction)(void (*)(void))dev_probe, METH_VARARGS | METH_KEYWORDS, "probe(source, tag, ctx) -> Status" },
+    { "improbe", (PyCFunction)(void (*)(void))dev_improbe, METH_VARARGS | METH_KEYWORDS, "improbe(source, tag, ctx) -> Message or None" },
+    { "mprobe", (PyCFunction)(void (*)(void))dev_mprobe, METH_VARARGS | METH_KEYWORDS, "mprobe(source, tag, ctx) -> Message" },
+    { "peek", (PyCFunction)dev_peek, METH_VARARGS, "peek(timeout_ms=-1) -> the completed Request, or None" },
+    { "wakeup", (PyCFunction)dev_wakeup, METH_NOARGS, "make calls blocked in xdev return" },
+    { "progress", (PyCFunction)dev_progress, METH_NOARGS, "drive transfers once; True if anything moved" },
+    { "fileno", (PyCFunction)dev_fileno, METH_NOARGS, "the fd to poll (xdev_fd)" },
+    { "arm", (PyCFunction)dev_arm, METH_NOARGS, "True if sleeping on fileno() is safe now" },
+    { "peer_state", (PyCFunction)dev_peer_state, METH_VARARGS, "PEER_UNKNOWN, PEER_ALIVE or PEER_DEAD" },
+    { "stats", (PyCFunction)dev_stats, METH_NOARGS, "counters (xdev_stats) as a dict" },
+    { "close", (PyCFunction)dev_close, METH_NOARGS, "finalize the device" },
+    { "__enter__", dev_enter, METH_NOARGS, NULL },
+    { "__exit__", (PyCFunction)dev_exit, METH_VARARGS, NULL },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef dev_getset[] = {
+    { "rank", (getter)dev_rank, NULL, "this process's rank", NULL },
+    { "size", (getter)dev_size, NULL, "ranks in the job", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject DeviceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "xdev.Device",
+    .tp_basicsize = sizeof(DeviceObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A device: this rank's endpoint in the job its launcher started.",
+    .tp_new = dev_new,
+    .tp_init = (initproc)dev_init,
+    .tp_dealloc = (destructor)dev_dealloc,
+    .tp_traverse = (traverseproc)dev_traverse,
+    .tp_methods = dev_methods,
+    .tp_getset = dev_getset,
+};
+
+/* ---- requests ---- */
+
+/* wait() -> Status; raises for an operation that failed (the Status rides
+ * on the exception). Reaps the request. */
+static PyObject *req_wait(RequestObject *r, PyObject *unused)
+{
+    (void)unused;
+    if (!r->active)
+        return PyErr_Format(PyExc_ValueError, "xdev: the request was already reaped");
+    if (!device_ok(r->device))
+        return NULL;
+    xdev_status_t st;
+    int rc = wait_request(r->device, r->req, &st); /* reaps it, whatever happens */
+    request_reaped(r);
+    if (rc == 1)
+        return NULL;
+    if (rc < 0)
+        return raise_code(rc, NULL);
+    return st.error != XDEV_OK ? raise_code(st.error, &st) : status_new(&st);
+}
+
+/* test() -> Status once complete (reaping it), else None. */
+static PyObject *req_test(RequestObject *r, PyObject *unused)
+{
+    (void)unused;
+    if (!r->active)
+        return PyErr_Format(PyExc_ValueError, "xdev: the request was already reaped");
+    if (!device_ok(r->device))
+        return NULL;
+    xdev_status_t st;
+    int done = 0, rc = xdev_test(r->req, &done, &st);
+    if (rc != XDEV_OK)
+        return raise_code(rc, NULL);
+    if (!done)
+        Py_RETURN_NONE;
+    request_reaped(r);
+    return st.error != XDEV_OK ? raise_code(st.error, &st) : status_new(&st);
+}
+
+/* cancel() -> True if cancelled, False if too late (it completes whole). */
+static PyObject *req_cancel(RequestObject *r, PyObject *unused)
+{
+    (void)unused;
+    if (!r->active)
+        return PyErr_Format(PyExc_ValueError, "xdev: the request was already reaped");
+    int rc = xdev_cancel(r->req);
+    if (rc == XDEV_OK || rc == XDEV_ERR_TOO_LATE)
+        return PyBool_FromLong(rc == XDEV_OK);
+    return raise_code(rc, NULL);
+}
+
+static PyObject *req_active(RequestObject *r, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(r->active);
+}
+
+static PyObject *req_device(RequestObject *r, void *c)
+{
+    (void)c;
+    return Py_NewRef((PyObject *)r->device);
+}
+
+/* Only a reaped request (or one its device abandoned) gets here: the
+ * device's live set holds every active one. */
+static void req_dealloc(RequestObject *r)
+{
+    if (r->has_view)
+        PyBuffer_Release(&r->view);
+    Py_XDECREF(r->keep);
+    PyMem_RawFree(r->req);
+    Py_XDECREF(r->device);
+    PyObject_Free(r);
+}
+
+/* `await req`: the device's wait_async (xdev/__init__.py) does the work. */
+static PyObject *req_await(RequestObject *r)
+{
+    PyObject *coro = PyObject_CallMethod((PyObject *)r->device, "wait_async", "O", (PyObject *)r);
+    if (!coro)
+        return NULL;
+    PyObject *it = PyObject_CallMethod(coro, "__await__", NULL);
+    Py_DECREF(coro);
+    return it;
+}
+
+static PyAsyncMethods req_async = { .am_await = (unaryfunc)req_await };
+
+static PyMethodDef req_methods[] = {
+    { "wait", (PyCFunction)req_wait, METH_NOARGS, "block until complete; Status" },
+    { "test", (PyCFunction)req_test, METH_NOARGS, "Status if complete, else None" },
+    { "cancel", (PyCFunction)req_cancel, METH_NOARGS, "cancel if not begun" },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef req_getset[] = {
+    { "active", (getter)req_active, NULL, "not yet reaped", NULL },
+    { "device", (getter)req_device, NULL, "its device", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject RequestType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "xdev.Request",
+    .tp_basicsize = sizeof(RequestObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A nonblocking operation; wait() or test() reaps it.",
+    .tp_dealloc = (destructor)req_dealloc,
+    .tp_as_async = &req_async,
+    .tp_methods = req_methods,
+    .tp_getset = req_getset,
+};
+
+/* ---- messages (matched probe) ---- */
+
+static PyObject *msg_irecv(MessageObject *m, PyObject *args)
+{
+    PyObject *buf;
+    if (!PyArg_ParseTuple(args, "O", &buf) || !device_ok(m->device))
+        return NULL;
+    if (m->used)
+        return PyErr_Format(PyExc_ValueError, "xdev: the message was already received");
+    RequestObject *r = request_new(m->device);
+    if (!r)
+        return NULL;
+    if (get_buffer(buf, &r->view, true) < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    r->has_view = true;
+    int rc = xdev_imrecv(m->device->dev, r->view.buf, (size_t)r->view.len, &m->msg, r->req);
+    if (rc != XDEV_OK) {
+        Py_DECREF(r);
+        return raise_code(rc, NULL);
+    }
+    m->used = true;
+    return request_posted(r);
+}
+
+static PyObject *msg_recv(MessageObject *m, PyObject *args)
+{
+    PyObject *r = msg_irecv(m, args);
+    return r ? finish(m->device, (RequestObject *)r, true) : NULL;
+}
+
+static PyObject *msg_status(MessageObject *m, void *c)
+{
+    (void)c;
+    return status_new(&m->st);
+}
+
+static void msg_dealloc(MessageObject *m)
+{
+    /* An unreceived claimed message stays claimed until finalize: xdev
+     * has no "unclaim", and giving it to another receive would reorder. */
+    Py_XDECREF(m->device);
+    PyObject_Free(m);
+}
+
+static PyMethodDef msg_methods[] = {
+    { "recv", (PyCFunction)msg_recv, METH_VARARGS, "recv(buf) -> Status" },
+    { "irecv", (PyCFunction)msg_irecv, METH_VARARGS, "irecv(buf) -> Request" },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef msg_getset[] = {
+    { "status", (getter)msg_status, NULL, "source, tag, ctx and length", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject MessageType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "xdev.Message",
+    .tp_basicsize = sizeof(MessageObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A message claimed by a matched probe: only its own recv takes it.",
+    .tp_dealloc = (destructor)msg_dealloc,
+    .tp_methods = msg_methods,
+    .tp_getset = msg_getset,
+};
+
+/* ---- the module ---- */
+
+static PyStructSequence_Field status_fields[] = {
+    { "source", "sender's rank" }, { "tag", NULL }, { "ctx", NULL },
+    { "count", "bytes delivered" }, { "msg_len", "the message's full length" },
+    { "error", "XDEV_OK or an XDEV_ERR code" }, { NULL, NULL },
+};
+
+static PyStructSequence_Desc status_desc = { "xdev.Status", "What a completed operation reports.",
+                                             status_fields, 6 };
+
+static PyObject *mod_version(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyUnicode_FromString(xdev_version());
+}
+
+static PyMethodDef mod_methods[] = {
+    { "version", mod_version, METH_NOARGS, "the library's version" },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = { PyModuleDef_HEAD_INIT, "_xdev", NULL, -1, mod_methods,
+                                     NULL, NULL, NULL, NULL };
+
+PyMODINIT_FUNC PyInit__xdev(void)
+{
+    if (PyType_Ready(&DeviceType) < 0 || PyType_Ready(&RequestType) < 0 ||
+        PyType_Ready(&MessageType) < 0 || PyStructSequence_InitType2(&StatusType, &status_desc) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Error = PyErr_NewExceptionWithDoc("xdev.Error", "An xdev call failed: .code, .status.",
+                                      NULL, NULL);
+    TruncationError = PyErr_NewException("xdev.TruncationError", Error, NULL);
+    PeerError = PyErr_NewException("xdev.PeerError", Error, NULL);
+    if (!Error || !TruncationError || !PeerError ||
+        PyModule_AddObjectRef(m, "Error", Error) < 0 ||
+        PyModule_AddObjectRef(m, "TruncationError", TruncationError) < 0 ||
+        PyModule_AddObjectRef(m, "PeerError", PeerError) < 0 ||
+        PyModule_AddObjectRef(m, "Device", (PyObject *)&DeviceType) < 0 ||
+        PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0 ||
+        PyModule_AddObjectRef(m, "Message", (PyObject *)&MessageType) < 0 ||
+        PyModule_AddObjectRef(m, "Status", (PyObject *)&StatusType) < 0 ||
+        PyModule_AddIntConstant(m, "ANY_SOURCE", XDEV_ANY_SOURCE) < 0 ||
+        PyModule_AddIntConstant(m, "ANY_TAG", XDEV_ANY_TAG) < 0 ||
+        PyModule_AddIntConstant(m, "PEER_UNKNOWN", XDEV_PEER_UNKNOWN) < 0 ||
+        PyModule_AddIntConstant(m, "PEER_ALIVE", XDEV_PEER_ALIVE) < 0 ||
+        PyModule_AddIntConstant(m, "PEER_DEAD", XDEV_PEER_DEAD) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_TRUNCATE", XDEV_ERR_TRUNCATE) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_PEER", XDEV_ERR_PEER) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_CANCELED", XDEV_ERR_CANCELED) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
