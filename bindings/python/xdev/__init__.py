@@ -66,22 +66,9 @@ class Device(_xdev.Device):
         self._loop_reader = None
         self._awaited = {}
 
-    def send_obj(self, obj, dest, tag=0, ctx=0):
-        """Send any picklable object (pickle protocol 5)."""
-        self.send(pickle.dumps(obj, protocol=5), dest, tag, ctx)
-
     def isend_obj(self, obj, dest, tag=0, ctx=0):
         """Start sending a picklable object; the Request holds the bytes."""
         return self.isend(pickle.dumps(obj, protocol=5), dest, tag, ctx)
-
-    def recv_obj(self, source=ANY_SOURCE, tag=ANY_TAG, ctx=0):
-        """Receive an object sent by send_obj; returns (obj, Status). A
-        matched probe claims the message first, so threads receiving at
-        once never take each other's."""
-        msg = self.mprobe(source, tag, ctx)
-        buf = bytearray(msg.status.msg_len)
-        st = msg.recv(buf)
-        return pickle.loads(buf), st
 
     # ---- asyncio ----
 

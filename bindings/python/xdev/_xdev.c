@@ -14,15 +14,22 @@
  * is closed (xdev_finalize abandons it; only then is its storage freed).
  * Nothing is ever reaped twice: `active` is cleared by the one reap.
  *
- * Blocking: every call that may wait releases the GIL and waits in slices
- * of at most 20 ms (a short spin on xdev_test, then a sleep on xdev_fd
- * after xdev_arm), then takes the GIL back and runs the signal handlers:
+ * Blocking: every call that may wait first tests a few times with the GIL
+ * held (a short message's answer is usually there within a microsecond,
+ * and giving the GIL up and taking it back costs about as much), then
+ * releases the GIL and waits in slices of at most 20 ms (a spin on
+ * xdev_test, then a sleep on xdev_fd after xdev_arm), then takes the GIL
+ * back and runs the signal handlers:
  * Ctrl-C raises KeyboardInterrupt within a slice. An interrupted receive
  * that has not begun is cancelled; anything that has begun is finished
- * first, since its buffer cannot be left to xdev.
+ * first, since its buffer cannot be left to xdev. The blocking calls keep
+ * their request and buffer view on the C stack and leave `user` NULL: no
+ * Request object is made, and peek() passes over such a request (its
+ * caller reaps it).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <string.h>
@@ -31,6 +38,7 @@
 
 #define SLICE_MS 20
 #define SPIN_TESTS 2000
+#define GIL_SPIN_TESTS 64 /* about 2 us of xdev_test */
 
 static PyObject *Error, *TruncationError, *PeerError;
 static PyTypeObject StatusType;
@@ -130,7 +138,9 @@ static int wait_slice(xdev_t *dev, int fd, xdev_request_t *req, xdev_status_t *s
  * and reaped first, so its memory is the caller's again). */
 static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st)
 {
-    int done = 0, rc = xdev_test(req, &done, st);
+    int done = 0, rc = XDEV_OK;
+    for (int i = 0; i < GIL_SPIN_TESTS && rc == XDEV_OK && !done; i++)
+        rc = xdev_test(req, &done, st);
     if (rc != XDEV_OK || done)
         return rc;
     if (d->fd < 0) {
@@ -170,20 +180,84 @@ static int get_buffer(PyObject *obj, Py_buffer *view, bool writable)
     return 0;
 }
 
-/* Arguments: send (buf, dest, tag=0, ctx=0), receive (buf, source=ANY,
- * tag=ANY, ctx=0), positional or by keyword. */
-static int parse_p2p(PyObject *args, PyObject *kw, bool recv, PyObject **buf, int *peer,
-                     int *tag, int *ctx)
+/* Arguments are read straight from the vectorcall (METH_FASTCALL):
+ * PyArg_ParseTupleAndKeywords would cost a tenth of a short message's
+ * round trip. Fills given[0..n-1] from positional and keyword arguments
+ * named names[]; the first `required` must be there. */
+static int gather(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                  const char *const *names, int n, int required, PyObject **given)
 {
-    static char *send_kw[] = { "buf", "dest", "tag", "ctx", NULL };
-    static char *recv_kw[] = { "buf", "source", "tag", "ctx", NULL };
-    *peer = XDEV_ANY_SOURCE;
-    *tag = recv ? XDEV_ANY_TAG : 0;
+    if (nargs > n)
+        return PyErr_Format(PyExc_TypeError, "xdev: at most %d arguments, %zd given", n, nargs),
+               -1;
+    for (int j = 0; j < n; j++)
+        given[j] = j < nargs ? args[j] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int j = 0;
+        while (j < n && PyUnicode_CompareWithASCIIString(name, names[j]) != 0)
+            j++;
+        if (j == n)
+            return PyErr_Format(PyExc_TypeError, "xdev: no argument named '%U'", name), -1;
+        if (given[j])
+            return PyErr_Format(PyExc_TypeError, "xdev: '%s' given twice", names[j]), -1;
+        given[j] = args[nargs + k];
+    }
+    for (int j = 0; j < required; j++)
+        if (!given[j])
+            return PyErr_Format(PyExc_TypeError, "xdev: '%s' is missing", names[j]), -1;
+    return 0;
+}
+
+/* An int argument, left at its default if not given. */
+static int int_arg(PyObject *o, const char *name, int *out)
+{
+    if (!o)
+        return 0;
+    long x = PyLong_AsLong(o);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (x < INT_MIN || x > INT_MAX)
+        return PyErr_Format(PyExc_OverflowError, "xdev: '%s' is out of range", name), -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* Point to point: send (buf, dest, tag=0, ctx=0), receive (buf,
+ * source=ANY_SOURCE, tag=ANY_TAG, ctx=0); the first may be called obj.
+ * v gets peer, tag, ctx. */
+static int parse_p2p(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, bool recv,
+                     const char *first, PyObject **buf, int v[3])
+{
+    const char *const names[] = { first, recv ? "source" : "dest", "tag", "ctx" };
+    PyObject *given[4];
+    if (gather(args, nargs, kwnames, names, 4, recv ? 1 : 2, given) < 0)
+        return -1;
+    *buf = given[0];
+    v[0] = recv ? XDEV_ANY_SOURCE : 0;
+    v[1] = recv ? XDEV_ANY_TAG : 0;
+    v[2] = 0;
+    for (int j = 1; j < 4; j++)
+        if (int_arg(given[j], names[j], &v[j - 1]) < 0)
+            return -1;
+    return 0;
+}
+
+/* Matching: (source=ANY_SOURCE, tag=ANY_TAG, ctx=0). */
+static int parse_match(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int *src,
+                       int *tag, int *ctx)
+{
+    static const char *const names[] = { "source", "tag", "ctx" };
+    PyObject *given[3];
+    *src = XDEV_ANY_SOURCE;
+    *tag = XDEV_ANY_TAG;
     *ctx = 0;
-    return PyArg_ParseTupleAndKeywords(args, kw, recv ? "O|iii" : "Oi|ii", recv ? recv_kw : send_kw,
-                                       buf, peer, tag, ctx)
-               ? 0
-               : -1;
+    return gather(args, nargs, kwnames, names, 3, 0, given) < 0 ||
+                   int_arg(given[0], names[0], src) < 0 || int_arg(given[1], names[1], tag) < 0 ||
+                   int_arg(given[2], names[2], ctx) < 0
+               ? -1
+               : 0;
 }
 
 static RequestObject *request_new(DeviceObject *d)
@@ -227,11 +301,21 @@ static void request_reaped(RequestObject *r)
 
 enum op { OP_SEND, OP_SSEND, OP_RECV };
 
-static PyObject *post(DeviceObject *d, PyObject *args, PyObject *kw, enum op op)
+static int start(xdev_t *dev, enum op op, const Py_buffer *view, const int v[3],
+                 xdev_request_t *req)
+{
+    size_t len = (size_t)view->len;
+    return op == OP_RECV    ? xdev_irecv(dev, view->buf, len, v[0], v[1], v[2], req)
+           : op == OP_SSEND ? xdev_issend(dev, view->buf, len, v[0], v[1], v[2], req)
+                            : xdev_isend(dev, view->buf, len, v[0], v[1], v[2], req);
+}
+
+static PyObject *post(DeviceObject *d, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames, enum op op)
 {
     PyObject *buf;
-    int peer, tag, ctx;
-    if (!device_ok(d) || parse_p2p(args, kw, op == OP_RECV, &buf, &peer, &tag, &ctx) < 0)
+    int v[3];
+    if (!device_ok(d) || parse_p2p(args, nargs, kwnames, op == OP_RECV, "buf", &buf, v) < 0)
         return NULL;
     RequestObject *r = request_new(d);
     if (!r)
@@ -241,9 +325,7 @@ static PyObject *post(DeviceObject *d, PyObject *args, PyObject *kw, enum op op)
         return NULL;
     }
     r->has_view = true;
-    int rc = op == OP_RECV ? xdev_irecv(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req)
-             : op == OP_SSEND ? xdev_issend(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req)
-                              : xdev_isend(d->dev, r->view.buf, (size_t)r->view.len, peer, tag, ctx, r->req);
+    int rc = start(d->dev, op, &r->view, v, r->req);
     if (rc != XDEV_OK) {
         Py_DECREF(r); /* releases the view */
         return raise_code(rc, NULL);
@@ -255,59 +337,79 @@ static PyObject *post(DeviceObject *d, PyObject *args, PyObject *kw, enum op op)
     return (PyObject *)r;
 }
 
-/* Wait for a request of ours (not in Python's hands) and report. */
-static PyObject *finish(DeviceObject *d, RequestObject *r, bool want_status)
+/* What a blocking call returns once its request was waited for. */
+static PyObject *outcome(int rc, const xdev_status_t *st, bool want_status)
 {
-    xdev_status_t st;
-    int rc = wait_request(d, r->req, &st);
-    request_reaped(r);
-    Py_DECREF(r);
     if (rc == 1)
         return NULL; /* KeyboardInterrupt, or what the handler raised */
     if (rc < 0)
         return raise_code(rc, NULL);
-    if (st.error != XDEV_OK)
-        return raise_code(st.error, &st);
-    return want_status ? status_new(&st) : Py_NewRef(Py_None);
+    if (st->error != XDEV_OK)
+        return raise_code(st->error, st);
+    return want_status ? status_new(st) : Py_NewRef(Py_None);
 }
 
-static PyObject *dev_isend(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_SEND); }
-static PyObject *dev_issend(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_SSEND); }
-static PyObject *dev_irecv(DeviceObject *d, PyObject *a, PyObject *k) { return post(d, a, k, OP_RECV); }
-
-static PyObject *dev_send(DeviceObject *d, PyObject *a, PyObject *k)
+/* A blocking call: request and view on this stack, since the call cannot
+ * return before the request is reaped (wait_request finishes or cancels
+ * it even when interrupted). */
+static PyObject *blocking(DeviceObject *d, PyObject *buf, const int v[3], enum op op)
 {
-    PyObject *r = post(d, a, k, OP_SEND);
-    return r ? finish(d, (RequestObject *)r, false) : NULL;
+    Py_buffer view;
+    if (get_buffer(buf, &view, op == OP_RECV) < 0)
+        return NULL;
+    xdev_request_t req = { .user = NULL };
+    xdev_status_t st;
+    int rc = start(d->dev, op, &view, v, &req);
+    if (rc == XDEV_OK)
+        rc = wait_request(d, &req, &st);
+    PyBuffer_Release(&view);
+    return outcome(rc, &st, op == OP_RECV);
 }
 
-static PyObject *dev_ssend(DeviceObject *d, PyObject *a, PyObject *k)
+static PyObject *call_blocking(DeviceObject *d, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames, enum op op)
 {
-    PyObject *r = post(d, a, k, OP_SSEND);
-    return r ? finish(d, (RequestObject *)r, false) : NULL;
+    PyObject *buf;
+    int v[3];
+    if (!device_ok(d) || parse_p2p(args, nargs, kwnames, op == OP_RECV, "buf", &buf, v) < 0)
+        return NULL;
+    return blocking(d, buf, v, op);
 }
 
-static PyObject *dev_recv(DeviceObject *d, PyObject *a, PyObject *k)
+#define P2P_ARGS DeviceObject *d, PyObject *const *a, Py_ssize_t n, PyObject *k
+static PyObject *dev_isend(P2P_ARGS) { return post(d, a, n, k, OP_SEND); }
+static PyObject *dev_issend(P2P_ARGS) { return post(d, a, n, k, OP_SSEND); }
+static PyObject *dev_irecv(P2P_ARGS) { return post(d, a, n, k, OP_RECV); }
+static PyObject *dev_send(P2P_ARGS) { return call_blocking(d, a, n, k, OP_SEND); }
+static PyObject *dev_ssend(P2P_ARGS) { return call_blocking(d, a, n, k, OP_SSEND); }
+static PyObject *dev_recv(P2P_ARGS) { return call_blocking(d, a, n, k, OP_RECV); }
+
+/* Pickled objects, with protocol 5 (pickle's functions, taken when the
+ * module loads, so the calls cost no Python frame). */
+static PyObject *pickle_dumps, *pickle_loads, *pickle_protocol;
+
+/* send_obj(obj, dest, tag=0, ctx=0) */
+static PyObject *dev_send_obj(P2P_ARGS)
 {
-    PyObject *r = post(d, a, k, OP_RECV);
-    return r ? finish(d, (RequestObject *)r, true) : NULL;
+    PyObject *obj;
+    int v[3];
+    if (!device_ok(d) || parse_p2p(a, n, k, false, "obj", &obj, v) < 0)
+        return NULL;
+    PyObject *data = PyObject_CallFunctionObjArgs(pickle_dumps, obj, pickle_protocol, NULL);
+    if (!data)
+        return NULL;
+    PyObject *r = blocking(d, data, v, OP_SEND);
+    Py_DECREF(data);
+    return r;
 }
 
-static int parse_match(PyObject *args, PyObject *kw, int *src, int *tag, int *ctx)
-{
-    static char *kwlist[] = { "source", "tag", "ctx", NULL };
-    *src = XDEV_ANY_SOURCE;
-    *tag = XDEV_ANY_TAG;
-    *ctx = 0;
-    return PyArg_ParseTupleAndKeywords(args, kw, "|iii", kwlist, src, tag, ctx) ? 0 : -1;
-}
 
 /* iprobe(source, tag, ctx) -> Status or None */
-static PyObject *dev_iprobe(DeviceObject *d, PyObject *args, PyObject *kw)
+static PyObject *dev_iprobe(P2P_ARGS)
 {
     int src, tag, ctx, found = 0;
     xdev_status_t st;
-    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
+    if (!device_ok(d) || parse_match(a, n, k, &src, &tag, &ctx) < 0)
         return NULL;
     int rc = xdev_iprobe(d->dev, src, tag, ctx, &found, &st);
     if (rc != XDEV_OK)
@@ -316,11 +418,11 @@ static PyObject *dev_iprobe(DeviceObject *d, PyObject *args, PyObject *kw)
 }
 
 /* probe: iprobe until found, in slices so that Ctrl-C gets through. */
-static PyObject *dev_probe(DeviceObject *d, PyObject *args, PyObject *kw)
+static PyObject *dev_probe(P2P_ARGS)
 {
     int src, tag, ctx, found = 0, rc = XDEV_OK;
     xdev_status_t st;
-    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
+    if (!device_ok(d) || parse_match(a, n, k, &src, &tag, &ctx) < 0)
         return NULL;
     while (rc == XDEV_OK && !found) {
         Py_BEGIN_ALLOW_THREADS
@@ -355,31 +457,83 @@ static PyObject *message_new(DeviceObject *d, const xdev_message_t *m, const xde
     return (PyObject *)o;
 }
 
-/* improbe(source, tag, ctx) -> Message or None; mprobe blocks. */
-static PyObject *matched_probe(DeviceObject *d, PyObject *args, PyObject *kw, bool block)
+/* Claim a matching message into *m: 1 found, 0 not (only when !block),
+ * -1 with a Python exception set (an xdev error, or what a signal handler
+ * raised). Blocking, it tries with the GIL held first, as wait_request. */
+static int claim(P2P_ARGS, bool block, xdev_message_t *m, xdev_status_t *st)
 {
     int src, tag, ctx, found = 0, rc = XDEV_OK;
-    xdev_status_t st;
-    xdev_message_t m;
-    if (!device_ok(d) || parse_match(args, kw, &src, &tag, &ctx) < 0)
-        return NULL;
-    do {
+    if (!device_ok(d) || parse_match(a, n, k, &src, &tag, &ctx) < 0)
+        return -1;
+    for (int i = 0; i < (block ? GIL_SPIN_TESTS : 1) && rc == XDEV_OK && !found; i++)
+        rc = xdev_improbe(d->dev, src, tag, ctx, &found, m, st);
+    while (block && rc == XDEV_OK && !found) {
         Py_BEGIN_ALLOW_THREADS
         double end = now_ms() + SLICE_MS;
         do
-            rc = xdev_improbe(d->dev, src, tag, ctx, &found, &m, &st);
-        while (block && rc == XDEV_OK && !found && now_ms() < end);
+            rc = xdev_improbe(d->dev, src, tag, ctx, &found, m, st);
+        while (rc == XDEV_OK && !found && now_ms() < end);
         Py_END_ALLOW_THREADS
-        if (block && rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
-            return NULL;
-    } while (block && rc == XDEV_OK && !found);
+        if (rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
+            return -1;
+    }
     if (rc != XDEV_OK)
-        return raise_code(rc, NULL);
-    return found ? message_new(d, &m, &st) : Py_NewRef(Py_None);
+        return raise_code(rc, NULL), -1;
+    return found;
 }
 
-static PyObject *dev_improbe(DeviceObject *d, PyObject *a, PyObject *k) { return matched_probe(d, a, k, false); }
-static PyObject *dev_mprobe(DeviceObject *d, PyObject *a, PyObject *k) { return matched_probe(d, a, k, true); }
+/* improbe(source, tag, ctx) -> Message or None; mprobe blocks. */
+static PyObject *matched_probe(P2P_ARGS, bool block)
+{
+    xdev_status_t st;
+    xdev_message_t m;
+    int found = claim(d, a, n, k, block, &m, &st);
+    return found < 0 ? NULL : found ? message_new(d, &m, &st) : Py_NewRef(Py_None);
+}
+
+/* recv_bytes(source, tag, ctx) -> (bytes, Status): a whole message of any
+ * length, claimed by a matched probe and received into new bytes (what
+ * recv_obj unpickles). */
+static PyObject *dev_recv_bytes(P2P_ARGS)
+{
+    xdev_status_t st;
+    xdev_message_t m;
+    if (claim(d, a, n, k, true, &m, &st) < 0)
+        return NULL;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)st.msg_len);
+    xdev_request_t req = { .user = NULL };
+    /* Without memory the claimed message is still taken, into nothing, so
+     * it does not stay claimed forever. */
+    int rc = xdev_imrecv(d->dev, data ? PyBytes_AS_STRING(data) : NULL, data ? st.msg_len : 0,
+                         &m, &req);
+    if (rc == XDEV_OK)
+        rc = wait_request(d, &req, &st);
+    PyObject *status = outcome(rc, &st, true);
+    if (!data || !status) {
+        Py_XDECREF(data);
+        Py_XDECREF(status);
+        return data ? NULL : PyErr_NoMemory();
+    }
+    return Py_BuildValue("(NN)", data, status);
+}
+
+/* recv_obj(source, tag, ctx) -> (obj, Status): what send_obj sent. The
+ * matched probe claims the message first, so threads receiving at once
+ * never take each other's. */
+static PyObject *dev_recv_obj(P2P_ARGS)
+{
+    PyObject *pair = dev_recv_bytes(d, a, n, k);
+    if (!pair)
+        return NULL;
+    PyObject *obj = PyObject_CallOneArg(pickle_loads, PyTuple_GET_ITEM(pair, 0));
+    PyObject *result = obj ? PyTuple_Pack(2, obj, PyTuple_GET_ITEM(pair, 1)) : NULL;
+    Py_XDECREF(obj);
+    Py_DECREF(pair);
+    return result;
+}
+
+static PyObject *dev_improbe(P2P_ARGS) { return matched_probe(d, a, n, k, false); }
+static PyObject *dev_mprobe(P2P_ARGS) { return matched_probe(d, a, n, k, true); }
 
 /* peek(timeout=-1) -> the Request object that completed (the very one
  * posted), or None when the timeout (ms; 0 looks once) passed. */
@@ -393,7 +547,9 @@ static PyObject *dev_peek(DeviceObject *d, PyObject *args)
     for (;;) {
         int slice = timeout < 0 || timeout > SLICE_MS ? SLICE_MS : timeout;
         Py_BEGIN_ALLOW_THREADS
-        rc = xdev_peek_timed(d->dev, slice, &done);
+        do /* a blocking call's own request: its caller reaps it */
+            rc = xdev_peek_timed(d->dev, slice, &done);
+        while (rc == XDEV_OK && !done->user);
         Py_END_ALLOW_THREADS
         if (rc != XDEV_ERR_TIMEOUT || (timeout >= 0 && (timeout -= slice) <= 0))
             break;
@@ -577,16 +733,19 @@ static PyObject *dev_rank(DeviceObject *d, void *c) { (void)c; return device_ok(
 static PyObject *dev_size(DeviceObject *d, void *c) { (void)c; return device_ok(d) ? PyLong_FromLong(xdev_size(d->dev)) : NULL; }
 
 static PyMethodDef dev_methods[] = {
-    { "send", (PyCFunction)(void (*)(void))dev_send, METH_VARARGS | METH_KEYWORDS, "send(buf, dest, tag=0, ctx=0)" },
-    { "ssend", (PyCFunction)(void (*)(void))dev_ssend, METH_VARARGS | METH_KEYWORDS, "ssend(buf, dest, tag=0, ctx=0): returns once matched" },
-    { "recv", (PyCFunction)(void (*)(void))dev_recv, METH_VARARGS | METH_KEYWORDS, "recv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Status" },
-    { "isend", (PyCFunction)(void (*)(void))dev_isend, METH_VARARGS | METH_KEYWORDS, "isend(buf, dest, tag=0, ctx=0) -> Request" },
-    { "issend", (PyCFunction)(void (*)(void))dev_issend, METH_VARARGS | METH_KEYWORDS, "issend(buf, dest, tag=0, ctx=0) -> Request" },
-    { "irecv", (PyCFunction)(void (*)(void))dev_irecv, METH_VARARGS | METH_KEYWORDS, "irecv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Request" },
-    { "iprobe", (PyCFunction)(void (*)(void))dev_iprobe, METH_VARARGS | METH_KEYWORDS, "iprobe(source, tag, ctx) -> Status or None" },
-    { "probe", (PyCFunction)(void (*)(void))dev_probe, METH_VARARGS | METH_KEYWORDS, "probe(source, tag, ctx) -> Status" },
-    { "improbe", (PyCFunction)(void (*)(void))dev_improbe, METH_VARARGS | METH_KEYWORDS, "improbe(source, tag, ctx) -> Message or None" },
-    { "mprobe", (PyCFunction)(void (*)(void))dev_mprobe, METH_VARARGS | METH_KEYWORDS, "mprobe(source, tag, ctx) -> Message" },
+    { "send", (PyCFunction)(void (*)(void))dev_send, METH_FASTCALL | METH_KEYWORDS, "send(buf, dest, tag=0, ctx=0)" },
+    { "ssend", (PyCFunction)(void (*)(void))dev_ssend, METH_FASTCALL | METH_KEYWORDS, "ssend(buf, dest, tag=0, ctx=0): returns once matched" },
+    { "recv", (PyCFunction)(void (*)(void))dev_recv, METH_FASTCALL | METH_KEYWORDS, "recv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Status" },
+    { "isend", (PyCFunction)(void (*)(void))dev_isend, METH_FASTCALL | METH_KEYWORDS, "isend(buf, dest, tag=0, ctx=0) -> Request" },
+    { "issend", (PyCFunction)(void (*)(void))dev_issend, METH_FASTCALL | METH_KEYWORDS, "issend(buf, dest, tag=0, ctx=0) -> Request" },
+    { "irecv", (PyCFunction)(void (*)(void))dev_irecv, METH_FASTCALL | METH_KEYWORDS, "irecv(buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0) -> Request" },
+    { "iprobe", (PyCFunction)(void (*)(void))dev_iprobe, METH_FASTCALL | METH_KEYWORDS, "iprobe(source, tag, ctx) -> Status or None" },
+    { "probe", (PyCFunction)(void (*)(void))dev_probe, METH_FASTCALL | METH_KEYWORDS, "probe(source, tag, ctx) -> Status" },
+    { "improbe", (PyCFunction)(void (*)(void))dev_improbe, METH_FASTCALL | METH_KEYWORDS, "improbe(source, tag, ctx) -> Message or None" },
+    { "mprobe", (PyCFunction)(void (*)(void))dev_mprobe, METH_FASTCALL | METH_KEYWORDS, "mprobe(source, tag, ctx) -> Message" },
+    { "send_obj", (PyCFunction)(void (*)(void))dev_send_obj, METH_FASTCALL | METH_KEYWORDS, "send_obj(obj, dest, tag=0, ctx=0): send any picklable object (pickle protocol 5)" },
+    { "recv_obj", (PyCFunction)(void (*)(void))dev_recv_obj, METH_FASTCALL | METH_KEYWORDS, "recv_obj(source, tag, ctx) -> (obj, Status): receive what send_obj sent" },
+    { "recv_bytes", (PyCFunction)(void (*)(void))dev_recv_bytes, METH_FASTCALL | METH_KEYWORDS, "recv_bytes(source, tag, ctx) -> (bytes, Status): a whole message of any length" },
     { "peek", (PyCFunction)dev_peek, METH_VARARGS, "peek(timeout_ms=-1) -> the completed Request, or None" },
     { "wakeup", (PyCFunction)dev_wakeup, METH_NOARGS, "make calls blocked in xdev return" },
     { "progress", (PyCFunction)dev_progress, METH_NOARGS, "drive transfers once; True if anything moved" },
@@ -759,8 +918,23 @@ static PyObject *msg_irecv(MessageObject *m, PyObject *args)
 
 static PyObject *msg_recv(MessageObject *m, PyObject *args)
 {
-    PyObject *r = msg_irecv(m, args);
-    return r ? finish(m->device, (RequestObject *)r, true) : NULL;
+    PyObject *buf;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "O", &buf) || !device_ok(m->device))
+        return NULL;
+    if (m->used)
+        return PyErr_Format(PyExc_ValueError, "xdev: the message was already received");
+    if (get_buffer(buf, &view, true) < 0)
+        return NULL;
+    xdev_request_t req = { .user = NULL };
+    xdev_status_t st;
+    int rc = xdev_imrecv(m->device->dev, view.buf, (size_t)view.len, &m->msg, &req);
+    if (rc == XDEV_OK) {
+        m->used = true;
+        rc = wait_request(m->device, &req, &st);
+    }
+    PyBuffer_Release(&view);
+    return outcome(rc, &st, true);
 }
 
 static PyObject *msg_status(MessageObject *m, void *c)
@@ -827,6 +1001,15 @@ PyMODINIT_FUNC PyInit__xdev(void)
 {
     if (PyType_Ready(&DeviceType) < 0 || PyType_Ready(&RequestType) < 0 ||
         PyType_Ready(&MessageType) < 0 || PyStructSequence_InitType2(&StatusType, &status_desc) < 0)
+        return NULL;
+    PyObject *pickle = PyImport_ImportModule("pickle");
+    if (!pickle)
+        return NULL;
+    pickle_dumps = PyObject_GetAttrString(pickle, "dumps");
+    pickle_loads = PyObject_GetAttrString(pickle, "loads");
+    pickle_protocol = PyLong_FromLong(5);
+    Py_DECREF(pickle);
+    if (!pickle_dumps || !pickle_loads || !pickle_protocol)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
