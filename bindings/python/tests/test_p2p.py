@@ -16,6 +16,11 @@ def pattern(sender, n, salt=0):
     return bytes((sender * 31 + i * 7 + salt) & 0xFF for i in range(n))
 
 
+def messages_sent(dev):
+    s = dev.stats()
+    return s["self_msgs"] + sum(t["msgs_sent"] for t in s["transports"].values())
+
+
 def test_rank_and_size(dev):
     assert dev.size == int(os.environ["XDEV_SIZE"])
     assert 0 <= dev.rank < dev.size
@@ -55,6 +60,7 @@ def test_typed_numpy_and_offsets(dev, ring):
 
 def test_bad_buffers(dev, ring):
     nxt, prev = ring
+    sent = messages_sent(dev)
     with pytest.raises(BufferError):
         dev.irecv(b"read-only", prev)
     with pytest.raises(BufferError):
@@ -63,6 +69,19 @@ def test_bad_buffers(dev, ring):
         dev.isend(b"x", dev.size)  # no such rank
     with pytest.raises(TypeError):
         dev.send(b"x")  # no destination
+    with pytest.raises(TypeError):
+        dev.send(b"x", nxt, 0, 0, 0)  # one too many
+    with pytest.raises(TypeError):
+        dev.send(b"x", nxt, colour=1)  # no such argument
+    with pytest.raises(TypeError):
+        dev.send(b"x", nxt, dest=nxt)  # given twice
+    with pytest.raises(TypeError):
+        dev.isend(b"x", nxt, tag=1.5)  # not an integer
+    with pytest.raises(OverflowError):
+        dev.isend(b"x", nxt, ctx=1 << 40)
+    with pytest.raises(TypeError):
+        dev.iprobe(prev, tg=1)
+    assert messages_sent(dev) == sent  # refused before anything was posted
 
 
 def test_truncation(dev, ring):
@@ -126,6 +145,33 @@ def test_peek_returns_the_posted_request(dev, ring):
         seen.add(dev.peek())
     assert seen == {req}
     assert req.wait().count == 8
+
+
+def test_keywords(dev, ring):
+    nxt, prev = ring
+    req = dev.irecv(buf=bytearray(3), tag=15, source=prev)
+    dev.send(dest=nxt, buf=b"kw!", ctx=0, tag=15)
+    st = req.wait()
+    assert (st.source, st.tag, st.count) == (prev, 15, 3)
+    dev.send_obj(obj=[1, "two"], dest=nxt, tag=16)
+    assert dev.recv_obj(tag=16, source=prev)[0] == [1, "two"]
+    dev.send(b"whole message", nxt, 17)
+    data, st = dev.recv_bytes(prev, 17)
+    assert data == b"whole message" and st.msg_len == 13
+
+
+def test_peek_passes_over_a_blocking_call(dev, ring):
+    """A blocking call's request is its own: peek never hands it out."""
+    nxt, prev = ring
+    got, done = bytearray(4), threading.Event()
+    t = threading.Thread(target=lambda: (dev.recv(got, prev, 18), done.set()))
+    t.start()
+    barrier(dev)
+    dev.send(b"mine", nxt, 18)
+    assert done.wait(10)
+    assert dev.peek(100) is None  # the receive completed, and was not handed out
+    t.join()
+    assert got == b"mine"
 
 
 def test_cancel(dev, ring):
