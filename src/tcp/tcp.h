@@ -22,14 +22,16 @@
 #define TCP_PREFIX 8
 #define TCP_STAGE_BYTES (64 * 1024)
 #define TCP_HELLO_BYTES 40
-#define TCP_REPLY_BYTES 24
+#define TCP_REPLY_BYTES 32
+#define TCP_PROOF_BYTES 16
 #define TCP_AUTH_TIMEOUT_MS 3000
 #define TCP_REDIAL_MS 20
 
 enum conn_state {
     CONN_DIALING,    /* nonblocking connect in progress */
     CONN_HELLO_SENT, /* waiting for the acceptor's verdict */
-    CONN_AUTH_WAIT,  /* accepted; waiting for the dialer to prove itself */
+    CONN_AUTH_WAIT,  /* accepted; waiting for the dialer's HELLO */
+    CONN_PROOF_WAIT, /* HELLO answered; waiting for the dialer's PROOF */
     CONN_OPEN,
     CONN_CLOSED,     /* closed; freed at the end of this progress call */
 };
@@ -47,8 +49,10 @@ typedef struct tcp_conn {
     bool drained;          /* the last recv came back short: the socket is
                             * empty, no need to ask it again until polled */
     uint32_t events;       /* epoll interest now registered */
-    uint64_t deadline_ms;  /* AUTH_WAIT: drop the stranger after this */
-    uint64_t nonce;        /* HELLO_SENT: ours, bound into the acceptor's MAC */
+    uint64_t deadline_ms;  /* AUTH_WAIT, PROOF_WAIT: drop it after this */
+    uint64_t nonce;        /* ours, which the other side's MAC must cover */
+    uint64_t peer_nonce;   /* PROOF_WAIT: the dialer's */
+    size_t peer_eager;     /* PROOF_WAIT: the dialer's eager limit */
     uint8_t hs[TCP_HELLO_BYTES];
     size_t hs_have;
     uint8_t *stage;        /* bytes read ahead of the current frame */
@@ -84,7 +88,7 @@ struct xdev_tp {
     tcp_conn_t *closed;    /* closed conns whose memory may still be named
                             * by events of the epoll batch being handled */
     unsigned nwanting;     /* peers wanted but not connected */
-    unsigned nauth;        /* accepted conns still in AUTH_WAIT */
+    unsigned nauth;        /* accepted conns in AUTH_WAIT or PROOF_WAIT */
     unsigned nopen;        /* connections in CONN_OPEN */
     unsigned polls;
     uint64_t next_timer_ms;

@@ -1,14 +1,24 @@
 /*
  * tcp_conn.c - making, proving and losing connections.
  *
- * Handshake (no byte goes to a stranger before it has proven itself):
- *   dialer -> acceptor  HELLO, 40 bytes: "XDV1", src rank, dst rank, 0,
- *                       eager limit (u64), nonce (u64), MAC of the first 32
- *   acceptor -> dialer  REPLY, 24 bytes: "XDVA", verdict (1 accept, 0 lost
- *                       a simultaneous dial), eager limit (u64), MAC of the
- *                       first 16 bytes and the dialer's nonce
- * An acceptor that reads anything else, or nothing within
- * TCP_AUTH_TIMEOUT_MS, closes the connection without a word.
+ * Handshake: challenge and response both ways. Each side proves it knows
+ * the job secret with a MAC over a nonce the other side has just drawn, so
+ * a handshake recorded on the wire and played again proves nothing; and no
+ * byte goes to anyone who has not shown a MAC under the secret first.
+ *   dialer -> acceptor  HELLO, 40 bytes: "XDV2", src rank, dst rank, 0,
+ *                       eager limit (u64), dialer's nonce Nd (u64), MAC of
+ *                       the first 32
+ *   acceptor -> dialer  REPLY, 32 bytes: "XDVB", verdict (1 accept, 0 lost
+ *                       a simultaneous dial), eager limit (u64), acceptor's
+ *                       nonce Na (u64), MAC of the first 24 bytes and Nd
+ *   dialer -> acceptor  PROOF, 16 bytes (after an accepting REPLY only):
+ *                       "XDVP", src rank, MAC of those 8 bytes, Na and Nd
+ * The acceptor opens the connection only on a good PROOF. A replayed HELLO
+ * draws a REPLY whose fresh Na no recorded PROOF answers; an acceptor that
+ * reads anything else, or not all of it within TCP_AUTH_TIMEOUT_MS of the
+ * accept, closes the connection without a word more. (Bytes after the
+ * handshake are not authenticated: injecting into an open TCP stream needs
+ * more than reading loopback, and is out of this transport's reach.)
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,8 +29,9 @@
 #include <unistd.h>
 #include "tcp.h"
 
-#define HELLO_MAGIC 0x31564458u /* "XDV1" */
-#define REPLY_MAGIC 0x41564458u /* "XDVA" */
+#define HELLO_MAGIC 0x32564458u /* "XDV2" */
+#define REPLY_MAGIC 0x42564458u /* "XDVB" */
+#define PROOF_MAGIC 0x50564458u /* "XDVP" */
 
 static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
 {
@@ -69,7 +80,7 @@ void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
         if (p->dialing == c)
             p->dialing = NULL;
     }
-    if (c->state == CONN_AUTH_WAIT)
+    if (c->state == CONN_AUTH_WAIT || c->state == CONN_PROOF_WAIT)
         tp->nauth--;
     if (c->state == CONN_OPEN)
         tp->nopen--;
@@ -250,25 +261,38 @@ static bool read_handshake(xdev_tp_t *tp, tcp_conn_t *c, size_t want)
     return c->hs_have == want;
 }
 
-static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t nonce, bool accept)
+/* The dialer's PROOF: MAC of its first 8 bytes, Na and Nd. */
+static uint64_t proof_mac(xdev_tp_t *tp, const uint8_t *proof, uint64_t na, uint64_t nd)
+{
+    uint8_t m[24];
+    memcpy(m, proof, 8);
+    xdev_put_le64(m + 8, na);
+    xdev_put_le64(m + 16, nd);
+    return xdev_auth_mac(tp->dev, m, sizeof m);
+}
+
+/* Answer a proven HELLO: refused, or accepted with our challenge. */
+static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t dialer_nonce, bool accept)
 {
     uint8_t r[TCP_REPLY_BYTES];
+    c->nonce = xdev_auth_nonce();
     xdev_put_le32(r, REPLY_MAGIC);
     xdev_put_le32(r + 4, accept ? 1 : 0);
     xdev_put_le64(r + 8, tp->eager_limit);
-    xdev_put_le64(r + 16, nonce);
-    xdev_put_le64(r + 16, xdev_auth_mac(tp->dev, r, 24));
-    if (!write_all(c->fd, r, TCP_REPLY_BYTES))
-        accept = false;
-    if (!accept) {
+    xdev_put_le64(r + 16, c->nonce);
+    xdev_put_le64(r + 24, dialer_nonce);
+    xdev_put_le64(r + 24, xdev_auth_mac(tp->dev, r, 32));
+    if (!write_all(c->fd, r, TCP_REPLY_BYTES) || !accept) {
         tcp_conn_free(tp, c);
         return;
     }
-    tp->nauth--;
-    conn_open(tp, c, (size_t)xdev_get_le64(c->hs + 16));
+    c->state = CONN_PROOF_WAIT;
+    c->hs_have = 0;
 }
 
-/* A dialer's HELLO is in: check it, then settle who keeps which connection. */
+/* A dialer's HELLO is in: check it, then settle who keeps which connection.
+ * Accepting commits us: the dialer opens its end as soon as it has sent
+ * its PROOF, so a good PROOF must open ours. */
 static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
 {
     const uint8_t *h = c->hs;
@@ -289,22 +313,53 @@ static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
     if (p->dialing)
         tcp_conn_free(tp, p->dialing); /* the lower rank's dial wins */
     c->peer = (int)src;
+    c->peer_nonce = nonce;
+    c->peer_eager = (size_t)xdev_get_le64(h + 16);
     reply(tp, c, nonce, true);
+}
+
+/* The dialer answered our challenge: the connection is its. A replayed
+ * HELLO (its sender cannot answer Na) ends here, without a word. */
+static void on_proof(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    tcp_peer_t *p = &tp->peers[c->peer];
+    if (xdev_get_le32(c->hs) != PROOF_MAGIC || xdev_get_le32(c->hs + 4) != (uint32_t)c->peer ||
+        xdev_get_le64(c->hs + 8) != proof_mac(tp, c->hs, c->nonce, c->peer_nonce)) {
+        tcp_conn_free(tp, c);
+        return;
+    }
+    /* Another connection to this peer in the meantime cannot come from a
+     * live peer that dials one at a time and loses every simultaneous dial
+     * to us; should it happen, the newer one goes. */
+    if (p->dead || p->conn || tp->shutting_down) {
+        tcp_conn_free(tp, c);
+        return;
+    }
+    tp->nauth--;
+    conn_open(tp, c, c->peer_eager);
 }
 
 static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
 {
     uint8_t r[TCP_REPLY_BYTES];
     memcpy(r, c->hs, sizeof r);
-    uint64_t mac = xdev_get_le64(r + 16);
-    xdev_put_le64(r + 16, c->nonce);
-    if (xdev_get_le32(r) != REPLY_MAGIC || mac != xdev_auth_mac(tp->dev, r, 24)) {
+    uint64_t mac = xdev_get_le64(r + 24);
+    xdev_put_le64(r + 24, c->nonce);
+    if (xdev_get_le32(r) != REPLY_MAGIC || mac != xdev_auth_mac(tp->dev, r, 32)) {
         tcp_conn_lost(tp, c); /* not our peer answering */
         return;
     }
     if (xdev_get_le32(r + 4) != 1) {
         /* The peer's own dial to us wins; it arrives through accept. */
         tcp_conn_free(tp, c);
+        return;
+    }
+    uint8_t proof[TCP_PROOF_BYTES];
+    xdev_put_le32(proof, PROOF_MAGIC);
+    xdev_put_le32(proof + 4, (uint32_t)tp->rank);
+    xdev_put_le64(proof + 8, proof_mac(tp, proof, xdev_get_le64(r + 16), c->nonce));
+    if (!write_all(c->fd, proof, sizeof proof)) {
+        tcp_conn_lost(tp, c);
         return;
     }
     conn_open(tp, c, (size_t)xdev_get_le64(r + 8));
@@ -335,6 +390,10 @@ void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
         if (read_handshake(tp, c, TCP_HELLO_BYTES))
             on_hello(tp, c);
         break;
+    case CONN_PROOF_WAIT:
+        if (read_handshake(tp, c, TCP_PROOF_BYTES))
+            on_proof(tp, c);
+        break;
     case CONN_OPEN:
         if (events & EPOLLOUT)
             tcp_flush(tp, c->peer);
@@ -361,7 +420,7 @@ void tcp_timers(xdev_tp_t *tp, uint64_t now)
     tcp_conn_t *next;
     for (tcp_conn_t *c = tp->conns; c && tp->nauth; c = next) {
         next = c->next;
-        if (c->state == CONN_AUTH_WAIT && now >= c->deadline_ms)
+        if ((c->state == CONN_AUTH_WAIT || c->state == CONN_PROOF_WAIT) && now >= c->deadline_ms)
             tcp_conn_free(tp, c);
     }
     for (int i = 0; i < tp->size && tp->nwanting; i++) {
