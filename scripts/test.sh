@@ -51,11 +51,11 @@ for b in $builds; do
     if [ "$b" = nopmix ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
             grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' |
-            grep -E -- '-np4-(matching|sizes|vector|event)$|^install-|^example-|^multihost')
+            grep -E -- '-np4-(matching|sizes|vector|event)$|^install-|^example-|^multihost|^leftovers')
     fi
     if [ "$b" = tsan ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
-            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-')
+            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-|^leftovers')
     fi
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp \
