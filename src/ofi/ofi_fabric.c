@@ -14,6 +14,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,7 +190,7 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
     return rc == XDEV_OK ? fi_setname(&tp->ep->fid, name, strlen(name) + 1) : -FI_EINVAL;
 }
 
-int ofi_fabric_open(xdev_tp_t *tp, const char *job_id)
+static int open_fabric(xdev_tp_t *tp, const char *job_id)
 {
     const char *v = getenv("XDEV_OFI_RMA");
     if (v && *v && strcmp(v, "off") && strcmp(v, "read") && strcmp(v, "write"))
@@ -237,6 +238,26 @@ int ofi_fabric_open(xdev_tp_t *tp, const char *job_id)
     if (rc)
         ofi_say("%s on %s: %s", step, fi->fabric_attr->prov_name, ofi_strerror(rc));
     return rc ? XDEV_ERR_INIT : XDEV_OK;
+}
+
+/* The shm provider installs handlers of its own for SIGINT, SIGTERM,
+ * SIGSEGV, SIGBUS and others as its endpoint opens (to unlink its region
+ * before the process dies). A library must leave the application's
+ * signals alone: a JVM lives on its SIGSEGV handler, Python on its SIGINT.
+ * So whatever the provider changed is put back; its region is named after
+ * the job (name_shm_region), which xdevrun removes however a rank ends. */
+int ofi_fabric_open(xdev_tp_t *tp, const char *job_id)
+{
+    struct sigaction saved[NSIG], now;
+    for (int s = 1; s < NSIG; s++)
+        if (sigaction(s, NULL, &saved[s]) != 0)
+            saved[s].sa_handler = SIG_ERR; /* no such signal: nothing to keep */
+    int rc = open_fabric(tp, job_id);
+    for (int s = 1; s < NSIG; s++)
+        if (saved[s].sa_handler != SIG_ERR && sigaction(s, NULL, &now) == 0 &&
+            now.sa_handler != saved[s].sa_handler)
+            sigaction(s, &saved[s], NULL);
+    return rc;
 }
 
 void ofi_fabric_close(xdev_tp_t *tp)
