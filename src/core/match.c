@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include "match.h"
 #include "xdev.h"
+#include "../kit/dlist.h"
 
 struct xdev_mbucket {
     int src, tag, ctx;
@@ -150,13 +151,7 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
     }
     t->last = b;
     n->bucket = b;
-    n->next = NULL;
-    n->prev = b->tail;
-    if (b->tail)
-        b->tail->next = n;
-    else
-        b->head = n;
-    b->tail = n;
+    XDEV_DLIST_APPEND(b->head, b->tail, n, prev, next);
     if (made)
         maybe_grow(t); /* after n is in: the sweep keeps b */
     return 0;
@@ -166,13 +161,6 @@ void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
 {
     (void)t;
     xdev_mbucket_t *b = n->bucket;
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        b->head = n->next;
-    if (n->next)
-        n->next->prev = n->prev;
-    else
-        b->tail = n->prev;
+    XDEV_DLIST_UNLINK(b->head, b->tail, n, prev, next);
     n->bucket = NULL;
 }

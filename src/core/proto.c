@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "../kit/dlist.h"
 
 #define UX_ENTRY_COST sizeof(uxmsg_t)
 
@@ -136,13 +137,7 @@ static int ux_enqueue(xdev_t *d, uxmsg_t *e)
         }
     }
     e->queued = true;
-    e->prev = d->ux_tail;
-    e->next = NULL;
-    if (d->ux_tail)
-        d->ux_tail->next = e;
-    else
-        d->ux_head = e;
-    d->ux_tail = e;
+    XDEV_DLIST_APPEND(d->ux_head, d->ux_tail, e, prev, next);
     return XDEV_OK;
 }
 
@@ -160,14 +155,7 @@ static void ux_retry_deferred(xdev_t *d);
 static void ux_free(xdev_t *d, uxmsg_t *e)
 {
     ux_dequeue(d, e);
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        d->ux_head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        d->ux_tail = e->prev;
+    XDEV_DLIST_UNLINK(d->ux_head, d->ux_tail, e, prev, next);
     if (e->state == UX_DEFERRED)
         d->ux_deferred--;
     bool freed = e->charge != 0;
@@ -994,11 +982,7 @@ void proto_claim(xdev_t *d, uxmsg_t *e)
     ux_dequeue(d, e);
     e->claimed = true;
     e->claim = ++d->claims;
-    e->cl_prev = NULL;
-    e->cl_next = d->claimed;
-    if (d->claimed)
-        d->claimed->cl_prev = e;
-    d->claimed = e;
+    XDEV_DLIST_PUSH(d->claimed, e, cl_prev, cl_next);
 }
 
 /* Claims are few (messages probed and not yet received), so a walk is
@@ -1013,12 +997,7 @@ uxmsg_t *proto_find_claim(xdev_t *d, const void *e, uint64_t claim)
 
 void proto_recv_claimed(xdev_t *d, uxmsg_t *e, xreq_t *r)
 {
-    if (e->cl_prev)
-        e->cl_prev->cl_next = e->cl_next;
-    else
-        d->claimed = e->cl_next;
-    if (e->cl_next)
-        e->cl_next->cl_prev = e->cl_prev;
+    XDEV_DLIST_UNLINK_HEAD(d->claimed, e, cl_prev, cl_next);
     e->claimed = false;
     take_unexpected(d, e, r);
 }

@@ -12,6 +12,7 @@
  * more than the look at its open list.
  */
 #include "device.h"
+#include "../kit/dlist.h"
 
 /* Lists are kept in arrival order; they are short (the rendezvous a
  * sender has under way), so a walk to the insertion point is cheap. */
@@ -34,12 +35,7 @@ static void list_insert(xreq_t **head, xreq_t *r)
 
 static void list_remove(xreq_t **head, xreq_t *r)
 {
-    if (r->pl_prev)
-        r->pl_prev->pl_next = r->pl_next;
-    else
-        *head = r->pl_next;
-    if (r->pl_next)
-        r->pl_next->pl_prev = r->pl_prev;
+    XDEV_DLIST_UNLINK_HEAD(*head, r, pl_prev, pl_next);
 }
 
 static peer_t *sender_of(xdev_t *d, const xreq_t *r)

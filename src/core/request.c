@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include "device.h"
+#include "../kit/dlist.h"
 
 #define NO_SLOT UINT32_MAX
 
@@ -106,13 +107,7 @@ void req_complete(xdev_t *d, xreq_t *r, int err)
     if (r->flags & F_PRIVATE)
         return;
     r->flags |= F_IN_CQ;
-    r->cq_next = NULL;
-    r->cq_prev = d->cq_tail;
-    if (d->cq_tail)
-        d->cq_tail->cq_next = r;
-    else
-        d->cq_head = r;
-    d->cq_tail = r;
+    XDEV_DLIST_APPEND(d->cq_head, d->cq_tail, r, cq_prev, cq_next);
 }
 
 /* Take r off the completion queue (handed out by peek, or reaped). */
@@ -120,14 +115,7 @@ static void cq_unlink(xdev_t *d, xreq_t *r)
 {
     if (!(r->flags & F_IN_CQ))
         return;
-    if (r->cq_prev)
-        r->cq_prev->cq_next = r->cq_next;
-    else
-        d->cq_head = r->cq_next;
-    if (r->cq_next)
-        r->cq_next->cq_prev = r->cq_prev;
-    else
-        d->cq_tail = r->cq_prev;
+    XDEV_DLIST_UNLINK(d->cq_head, d->cq_tail, r, cq_prev, cq_next);
     r->flags &= (uint8_t)~F_IN_CQ;
 }
 

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include "../kit/regcache.h"
 #include "../core/transport.h"
+#include "../kit/txq.h"
 
 #define IBV_PREFIX 8
 #define IBV_MAX_DEVNAME 64
@@ -117,7 +118,7 @@ typedef struct ibv_peer {
     uint64_t give_up_ms;
     int pidfd;
     /* sending */
-    xdev_txop_t *txq_head, *txq_tail;
+    xdev_txq_t txq;
     struct ibv_peer *tx_next;      /* tp->txlist */
     int credits;           /* its receive buffers we may still fill */
     int owed;              /* buffers of its we reposted: credits to grant */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ibv.h"
+#include "../kit/dlist.h"
 
 #define RMA_CHUNK ((size_t)1 << 30)
 
@@ -84,14 +85,7 @@ void ibv_mem_release(xdev_tp_t *tp, xdev_mem_t *mem)
 
 static void ctx_unlink(ibv_peer_t *p, ibv_rma_t *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        p->rma_head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        p->rma_tail = c->prev;
+    XDEV_DLIST_UNLINK(p->rma_head, p->rma_tail, c, prev, next);
     c->next = c->prev = NULL;
 }
 
@@ -164,12 +158,7 @@ int ibv_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     c->peer = peer;
     c->write = op->write;
     c->len = op->len;
-    c->prev = p->rma_tail;
-    if (p->rma_tail)
-        p->rma_tail->next = c;
-    else
-        p->rma_head = c;
-    p->rma_tail = c;
+    XDEV_DLIST_APPEND(p->rma_head, p->rma_tail, c, prev, next);
     ibv_rma_run(tp, p);
     ibv_tx_kick(tp, p);
     return 0;

@@ -142,7 +142,7 @@ static bool sendable(const ibv_peer_t *p)
 
 void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p)
 {
-    if (p->in_txlist || !sendable(p) || (!p->txq_head && !ibv_rma_pending(p)))
+    if (p->in_txlist || !sendable(p) || (!p->txq.head && !ibv_rma_pending(p)))
         return;
     p->in_txlist = true;
     p->tx_next = tp->txlist;
@@ -174,7 +174,7 @@ int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
     want(tp, p, peer);
-    if (p->txq_head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
+    if (p->txq.head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
         return 0;
     prepare(op);
     if (inline_ok(tp, op))
@@ -191,13 +191,9 @@ int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
         return XDEV_ERR_PEER;
     want(tp, p, peer);
     prepare(op);
-    if (!p->txq_head && sendable(p) && push(tp, p, peer, op))
+    if (!p->txq.head && sendable(p) && push(tp, p, peer, op))
         return 1;
-    if (p->txq_tail)
-        p->txq_tail->next = op;
-    else
-        p->txq_head = op;
-    p->txq_tail = op;
+    xdev_txq_push(&p->txq, op);
     ibv_tx_kick(tp, p);
     return 0;
 }
@@ -209,16 +205,8 @@ static void run_peer(xdev_tp_t *tp, ibv_peer_t *p)
     int peer = (int)(p - tp->peers);
     if (sendable(p))
         ibv_rma_run(tp, p);
-    while (p->txq_head && sendable(p)) {
-        xdev_txop_t *op = p->txq_head;
-        if (!push(tp, p, peer, op))
-            break;
-        p->txq_head = op->next;
-        if (!p->txq_head)
-            p->txq_tail = NULL;
-        op->next = NULL;
-        xdev_core_tx_done(tp->dev, op, XDEV_OK);
-    }
+    while (p->txq.head && sendable(p) && push(tp, p, peer, p->txq.head))
+        xdev_core_tx_done(tp->dev, xdev_txq_pop(&p->txq), XDEV_OK);
     if (p->broken && p->state != PEER_DEAD)
         ibv_peer_fail(tp, peer);
 }
@@ -246,7 +234,7 @@ void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p)
     int threshold = tp->credits / 2 > 0 ? tp->credits / 2 : 1;
     if (p->owed < threshold || !sendable(p) || !can_post(tp, p))
         return;
-    if (p->txq_head && p->credits > 0)
+    if (p->txq.head && p->credits > 0)
         return; /* the next fragment carries them */
     ibv_tx_credit_msg(tp, p);
 }
@@ -310,10 +298,7 @@ void ibv_tx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
 /* Hand back every op queued for peer as failed. */
 void ibv_fail_queue(xdev_tp_t *tp, int peer)
 {
-    ibv_peer_t *p = &tp->peers[peer];
-    xdev_txop_t *op = p->txq_head;
-    p->txq_head = p->txq_tail = NULL;
-    xdev_core_tx_fail_all(tp->dev, op);
+    xdev_core_tx_fail_all(tp->dev, xdev_txq_take_all(&tp->peers[peer].txq));
 }
 
 /* Nothing queued and nothing unacknowledged on any live connection. */
@@ -321,7 +306,7 @@ bool ibv_tx_idle(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->size; i++) {
         ibv_peer_t *p = &tp->peers[i];
-        if (p->state != PEER_DEAD && (p->txq_head || p->sq_inflight || p->rma_head))
+        if (p->state != PEER_DEAD && (p->txq.head || p->sq_inflight || p->rma_head))
             return false;
     }
     return true;

@@ -169,7 +169,7 @@ static int ofi_shutdown(xdev_tp_t *tp)
         ofi_peer_t *p = &tp->peers[r];
         if (!tp->serve[r] || p->failed || !p->active)
             continue;
-        if (p->txq_head || p->inflight) {
+        if (p->txq.head || p->inflight) {
             done = false;
         } else if (!p->bye_sent) {
             p->bye_sent = ofi_send_ctrl(tp, p, K_BYE);

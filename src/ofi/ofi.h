@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include "../kit/regcache.h"
 #include "../core/transport.h"
+#include "../kit/txq.h"
 
 #define OFI_HDR 8            /* frame header */
 #define OFI_FIRST_HDR 16     /* ... with the message length */
@@ -135,7 +136,7 @@ typedef struct ofi_peer {
     int credits;
     unsigned owed;        /* credits we owe it */
     uint8_t tx_seq, rx_seq;
-    xdev_txop_t *txq_head, *txq_tail; /* not started */
+    xdev_txq_t txq;        /* not started */
     ofi_msg_t *cur;       /* the send being fragmented */
     ofi_msg_t *rmaq_head, *rmaq_tail; /* rma messages not fully posted */
     ofi_msg_t *inflight;  /* every message with posted or unposted parts */

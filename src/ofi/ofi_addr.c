@@ -95,7 +95,7 @@ static bool process_exited(const ofi_peer_t *p)
 /* Something waits on this peer: its address, or a sign of life. */
 static bool wanted(const ofi_peer_t *p)
 {
-    return p->txq_head || p->rmaq_head || p->watched;
+    return p->txq.head || p->rmaq_head || p->watched;
 }
 
 void ofi_timers(xdev_tp_t *tp, uint64_t now)

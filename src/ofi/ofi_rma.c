@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ofi.h"
+#include "../kit/dlist.h"
 
 int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr)
 {
@@ -89,10 +90,7 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
         return XDEV_ERR_SYSTEM;
     }
     (void)remote_write; /* a registration serves every access (ofi_regcache_open) */
-    x->next = tp->exposed;
-    if (tp->exposed)
-        tp->exposed->prev = x;
-    tp->exposed = x;
+    XDEV_DLIST_PUSH(tp->exposed, x, prev, next);
     /* Without FI_MR_VIRT_ADDR a peer names offsets into the registration,
      * which the cache may have made for a larger range starting lower. */
     uint64_t addr = (uint64_t)(uintptr_t)buf;
@@ -106,12 +104,7 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
 
 static void unexpose(xdev_tp_t *tp, ofi_exposure_t *x)
 {
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        tp->exposed = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
+    XDEV_DLIST_UNLINK_HEAD(tp->exposed, x, prev, next);
     xdev_regcache_put(tp->regcache, x->reg);
     free(x);
 }

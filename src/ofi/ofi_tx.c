@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ofi.h"
+#include "../kit/dlist.h"
 
 #define INJECT_BUF 4096
 
@@ -49,21 +50,13 @@ ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p)
     if (!m)
         return NULL;
     m->peer = p->rank;
-    m->next = p->inflight;
-    if (p->inflight)
-        p->inflight->prev = m;
-    p->inflight = m;
+    XDEV_DLIST_PUSH(p->inflight, m, prev, next);
     return m;
 }
 
 void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
 {
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        p->inflight = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
+    XDEV_DLIST_UNLINK_HEAD(p->inflight, m, prev, next);
     xdev_regcache_put(tp->regcache, m->reg);
     for (unsigned i = 0; m->piece_regs && i < m->op_niov; i++)
         xdev_regcache_put(tp->regcache, m->piece_regs[i]);
@@ -94,7 +87,7 @@ static bool register_payload(xdev_tp_t *tp, ofi_msg_t *m, const xdev_txop_t *op)
 
 bool ofi_tx_idle(const ofi_peer_t *p)
 {
-    return !p->txq_head && !p->inflight && !p->nctl;
+    return !p->txq.head && !p->inflight && !p->nctl;
 }
 
 /* Frame header for the next frame to p; the credits it returns are
@@ -195,7 +188,7 @@ static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
 /* Start the message of the next queued op. */
 static bool start_next(xdev_tp_t *tp, ofi_peer_t *p)
 {
-    xdev_txop_t *op = p->txq_head;
+    xdev_txop_t *op = p->txq.head;
     ofi_msg_t *m = ofi_msg_new(tp, p);
     if (!m)
         return false;
@@ -203,10 +196,7 @@ static bool start_next(xdev_tp_t *tp, ofi_peer_t *p)
         ofi_msg_free(tp, p, m);
         return false;
     }
-    p->txq_head = op->next;
-    if (!p->txq_head)
-        p->txq_tail = NULL;
-    op->next = NULL;
+    xdev_txq_pop(&p->txq);
     m->op = op;
     p->cur = m;
     return true;
@@ -219,7 +209,7 @@ void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
     if (!p->resolved || p->failed || p->broken)
         return;
     while (p->credits > 0) {
-        if (!p->cur && (!p->txq_head || !start_next(tp, p)))
+        if (!p->cur && (!p->txq.head || !start_next(tp, p)))
             break;
         int rc = post_frame(tp, p, p->cur);
         if (rc == -FI_EAGAIN) {
@@ -239,7 +229,7 @@ void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
 /* True once op left whole; false leaves it to the queue. */
 static bool inject_now(xdev_tp_t *tp, ofi_peer_t *p, xdev_txop_t *op)
 {
-    if (!p->resolved || p->broken || p->txq_head || p->cur || p->credits <= 0)
+    if (!p->resolved || p->broken || p->txq.head || p->cur || p->credits <= 0)
         return false;
     int rc = try_inject(tp, p, op);
     if (rc != 0 && rc != -FI_EAGAIN) {
@@ -283,11 +273,7 @@ int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     }
     if (inject_now(tp, p, op))
         return 1;
-    if (p->txq_tail)
-        p->txq_tail->next = op;
-    else
-        p->txq_head = op;
-    p->txq_tail = op;
+    xdev_txq_push(&p->txq, op);
     ofi_tx_flush(tp, p);
     return 0;
 }
@@ -361,8 +347,7 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
  * provider still holds contexts of stay until those complete. */
 void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
 {
-    xdev_txop_t *q = p->txq_head;
-    p->txq_head = p->txq_tail = NULL;
+    xdev_txop_t *q = xdev_txq_take_all(&p->txq);
     p->cur = NULL;
     p->rmaq_head = p->rmaq_tail = NULL;
     ofi_msg_t *next;

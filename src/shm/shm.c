@@ -150,7 +150,7 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
         shm_peer_t *p = &tp->peers[i];
         if (p->failed)
             continue;
-        if (p->txq_head && !p->gone)
+        if (p->txq.head && !p->gone)
             shm_flush(tp, p);
         if (p->rx_state != RX_IDLE || shm_rx_peek(&p->rx))
             shm_rx_poll(tp, p);
@@ -239,7 +239,7 @@ static void shm_info(FILE *out)
 static int shm_shutdown(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->npeers; i++)
-        if (tp->peers[i].txq_head && !tp->peers[i].gone)
+        if (tp->peers[i].txq.head && !tp->peers[i].gone)
             return 0;
     return 1;
 }

@@ -33,6 +33,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include "../core/transport.h"
+#include "../kit/txq.h"
 #include "shm_ring.h"
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
@@ -94,7 +95,7 @@ typedef struct shm_peer {
     uint64_t cma_probe; /* where its segment header is in its address space */
     shm_seg_t seg;      /* its segment, with our ring to it */
     shm_txring_t tx;
-    xdev_txop_t *txq_head, *txq_tail;
+    xdev_txq_t txq;
     shm_rxring_t rx;    /* its ring to us, in our segment */
     size_t rx_got;      /* payload bytes of the current message read */
     size_t rx_skip;     /* start record: framing and head before the payload */

@@ -141,7 +141,7 @@ static bool has_work(xdev_tp_t *tp)
         }
         if (p->rx_state == RX_RESUMED || (p->rx_state != RX_DEFERRED && shm_rx_peek(&p->rx)))
             return true;
-        xdev_txop_t *op = p->txq_head;
+        xdev_txop_t *op = p->txq.head;
         if (op && (op->sent < (size_t)op->head_len + op->payload_len
                        ? shm_tx_room(&p->tx, SHM_LINE * 2) != 0
                        : atomic_load_explicit(&p->tx.ctl->seen, memory_order_acquire) != 0))

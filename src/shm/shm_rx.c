@@ -66,7 +66,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         p->rx_seen = true;
         atomic_store_explicit(&p->rx.ctl->seen, 1, memory_order_release);
     }
-    if (p->txq_head && !p->proven && !p->gone)
+    if (p->txq.head && !p->proven && !p->gone)
         shm_flush(tp, p);
     /* A message all in this record may go straight into the receive
      * posted for it (the core says whether it does). */

@@ -7,15 +7,6 @@
  */
 #include "shm.h"
 
-static void enqueue(shm_peer_t *p, xdev_txop_t *op)
-{
-    if (p->txq_tail)
-        p->txq_tail->next = op;
-    else
-        p->txq_head = op;
-    p->txq_tail = op;
-}
-
 /* The peer has begun reading our ring (see shm.h). */
 static bool proven(shm_peer_t *p)
 {
@@ -32,13 +23,13 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     op->next = NULL;
     op->sent = 0;
     op->prefix_len = 0;
-    if (!p->txq_head) {
+    if (!p->txq.head) {
         bool whole = shm_ring_push(&p->tx, op);
         shm_bell_after(tp, p);
         if (whole && proven(p))
             return 1;
     }
-    enqueue(p, op);
+    xdev_txq_push(&p->txq, op);
     return 0;
 }
 
@@ -47,7 +38,7 @@ int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone)
         return XDEV_ERR_PEER;
-    if (p->txq_head || !proven(p))
+    if (p->txq.head || !proven(p))
         return 0;
     op->sent = 0;
     op->prefix_len = 0;
@@ -61,30 +52,18 @@ int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
  * the queue is consistent again: the core may send from inside tx_done. */
 void shm_flush(xdev_tp_t *tp, shm_peer_t *p)
 {
-    xdev_txop_t *done = NULL, **done_tail = &done;
-    while (p->txq_head && shm_ring_push(&p->tx, p->txq_head) && proven(p)) {
-        xdev_txop_t *op = p->txq_head;
-        p->txq_head = op->next;
-        op->next = NULL;
-        *done_tail = op;
-        done_tail = &op->next;
-    }
-    if (!p->txq_head)
-        p->txq_tail = NULL;
+    xdev_txq_t done = { 0 };
+    while (p->txq.head && shm_ring_push(&p->tx, p->txq.head) && proven(p))
+        xdev_txq_push(&done, xdev_txq_pop(&p->txq));
     shm_bell_after(tp, p);
-    while (done) {
-        xdev_txop_t *op = done;
-        done = op->next;
+    for (xdev_txop_t *op; (op = xdev_txq_pop(&done));)
         xdev_core_tx_done(tp->dev, op, XDEV_OK);
-    }
 }
 
 /* Hand back every op queued for p as failed. */
 void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p)
 {
-    xdev_txop_t *op = p->txq_head;
-    p->txq_head = p->txq_tail = NULL;
-    xdev_core_tx_fail_all(tp->dev, op);
+    xdev_core_tx_fail_all(tp->dev, xdev_txq_take_all(&p->txq));
 }
 
 /* p has just been found gone. An op that is all in its ring and that p
@@ -92,12 +71,8 @@ void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p)
  * never will be. */
 void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p)
 {
-    xdev_txop_t *op = p->txq_head;
-    if (op && op->sent == (size_t)op->head_len + op->payload_len && proven(p)) {
-        p->txq_head = op->next;
-        if (!p->txq_head)
-            p->txq_tail = NULL;
-        xdev_core_tx_done(tp->dev, op, XDEV_OK);
-    }
+    xdev_txop_t *op = p->txq.head;
+    if (op && op->sent == (size_t)op->head_len + op->payload_len && proven(p))
+        xdev_core_tx_done(tp->dev, xdev_txq_pop(&p->txq), XDEV_OK);
     shm_fail_queue(tp, p);
 }

@@ -73,7 +73,7 @@ static void poll_open_conns(xdev_tp_t *tp)
         /* an earlier iteration may have lost this connection */
         if (tp->peers[peer].conn != open[i])
             continue;
-        if (tp->peers[peer].txq_head)
+        if (tp->peers[peer].txq.head)
             tcp_flush(tp, peer);
         if (tp->peers[peer].conn == open[i])
             tcp_read(tp, open[i]);
@@ -319,7 +319,7 @@ static int tcp_shutdown(xdev_tp_t *tp)
         next = c->next;
         if (c->state != CONN_OPEN) {
             tcp_conn_free(tp, c);
-        } else if (!c->wr_closed && !tp->peers[c->peer].txq_head) {
+        } else if (!c->wr_closed && !tp->peers[c->peer].txq.head) {
             shutdown(c->fd, SHUT_WR);
             c->wr_closed = true;
         }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include "../core/transport.h"
+#include "../kit/txq.h"
 
 #define TCP_PREFIX 8
 #define TCP_STAGE_BYTES (64 * 1024)
@@ -66,7 +67,7 @@ typedef struct tcp_conn {
 typedef struct tcp_peer {
     tcp_conn_t *conn;      /* open connection, or NULL */
     tcp_conn_t *dialing;   /* our connection attempt before it opens */
-    xdev_txop_t *txq_head, *txq_tail;
+    xdev_txq_t txq;
     bool wanted;           /* someone waits to talk to it */
     bool dead;
     uint64_t give_up_ms;   /* unreachable until then means dead */

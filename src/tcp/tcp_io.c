@@ -90,12 +90,12 @@ void tcp_flush(xdev_tp_t *tp, int peer)
     tcp_conn_t *c = p->conn;
     if (!c || c->broken)
         return;
-    xdev_txop_t *done = NULL, **done_tail = &done;
-    while (p->txq_head) {
+    xdev_txq_t done = { 0 };
+    while (p->txq.head) {
         struct iovec iov[MAX_IOV];
         int n = 0;
         bool whole = true;
-        for (xdev_txop_t *op = p->txq_head; op && whole && n <= MAX_IOV - 2; op = op->next)
+        for (xdev_txop_t *op = p->txq.head; op && whole && n <= MAX_IOV - 2; op = op->next)
             n += op_iov(op, iov + n, MAX_IOV - n, &whole);
         ssize_t w = write_iov(c->fd, iov, n);
         if (w < 0) {
@@ -104,36 +104,28 @@ void tcp_flush(xdev_tp_t *tp, int peer)
             break;
         }
         size_t left = (size_t)w;
-        while (p->txq_head && left) {
-            xdev_txop_t *op = p->txq_head;
+        while (p->txq.head && left) {
+            xdev_txop_t *op = p->txq.head;
             size_t need = op_total(op) - op->sent;
             size_t take = left < need ? left : need;
             op->sent += take;
             left -= take;
             if (op->sent < op_total(op))
                 break;
-            p->txq_head = op->next;
-            op->next = NULL;
-            *done_tail = op;
-            done_tail = &op->next;
+            xdev_txq_push(&done, xdev_txq_pop(&p->txq));
         }
         /* a zero-length op (never: every op has a head) cannot stall this */
     }
-    if (!p->txq_head)
-        p->txq_tail = NULL;
     if (!c->broken) {
-        uint32_t want = (c->rx_phase == RX_PAUSED ? 0 : EPOLLIN) | (p->txq_head ? EPOLLOUT : 0);
+        uint32_t want = (c->rx_phase == RX_PAUSED ? 0 : EPOLLIN) | (p->txq.head ? EPOLLOUT : 0);
         tcp_set_events(tp, c, want);
-        if (tp->shutting_down && !p->txq_head && !c->wr_closed) {
+        if (tp->shutting_down && !p->txq.head && !c->wr_closed) {
             shutdown(c->fd, SHUT_WR);
             c->wr_closed = true;
         }
     }
-    while (done) {
-        xdev_txop_t *op = done;
-        done = op->next;
+    for (xdev_txop_t *op; (op = xdev_txq_pop(&done));)
         xdev_core_tx_done(tp->dev, op, XDEV_OK);
-    }
 }
 
 int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
@@ -147,7 +139,7 @@ int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     xdev_put_le64(op->wire + XDEV_TP_PREFIX_MAX - TCP_PREFIX, op->head_len + op->payload_len);
 
     tcp_conn_t *c = p->conn;
-    if (c && !c->broken && !p->txq_head) {
+    if (c && !c->broken && !p->txq.head) {
         struct iovec iov[MAX_IOV];
         bool whole;
         ssize_t w = write_iov(c->fd, iov, op_iov(op, iov, MAX_IOV, &whole));
@@ -158,11 +150,7 @@ int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
         else if (errno != EAGAIN)
             mark_broken(tp, c);
     }
-    if (p->txq_tail)
-        p->txq_tail->next = op;
-    else
-        p->txq_head = op;
-    p->txq_tail = op;
+    xdev_txq_push(&p->txq, op);
     if (c && !c->broken)
         tcp_set_events(tp, c, c->events | EPOLLOUT);
     else if (!c)
@@ -173,10 +161,7 @@ int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 /* Hand back every op queued for peer as failed. */
 void tcp_fail_queue(xdev_tp_t *tp, int peer)
 {
-    tcp_peer_t *p = &tp->peers[peer];
-    xdev_txop_t *op = p->txq_head;
-    p->txq_head = p->txq_tail = NULL;
-    xdev_core_tx_fail_all(tp->dev, op);
+    xdev_core_tx_fail_all(tp->dev, xdev_txq_take_all(&tp->peers[peer].txq));
 }
 
 /* ---- reading ---- */

@@ -266,7 +266,7 @@ static int pump(loop_t *l, int sent, int burst)
         if (rc == 1)
             xdev_core_tx_done(NULL, &msgs[sent].op, XDEV_OK);
     }
-    if (l->peer.txq_head)
+    if (l->peer.txq.head)
         shm_flush(&l->tp, &l->peer);
     shm_rx_poll(&l->tp, &l->peer);
     if (deferred && rnd() % 3 == 0) {
