@@ -21,7 +21,9 @@ int xdev_parse_size(const char *s, size_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
+    /* A digit first: strtoull also skips blanks and takes a sign, which
+     * made " -1" the largest size there is. */
+    if (errno || end == s || *s < '0' || *s > '9')
         return XDEV_ERR_INIT;
     unsigned shift = 0;
     switch (*end) {
