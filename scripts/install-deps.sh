@@ -18,7 +18,9 @@ packages=(gcc libc6-dev meson ninja-build pkg-config python3 iproute2 procps
     openjdk-17-jdk-headless python3-dev python3-pytest python3-numpy
     # pip install ./bindings/python offline (its test), and mpi4py for
     # test/bench/compare-bindings.sh
-    python3-venv python3-pip python3-setuptools python3-wheel python3-mpi4py)
+    python3-venv python3-pip python3-setuptools python3-wheel python3-mpi4py
+    # the fuzz targets (test/fuzz, scripts/fuzz.sh): libFuzzer comes with clang
+    clang-14 libfuzzer-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

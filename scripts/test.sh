@@ -2,25 +2,27 @@
 # The whole test suite: build normally and with sanitizers, run every test
 # in each build, and end with one line "N passed, N failed".
 #
-#   scripts/test.sh              release + ASan/UBSan + TSan builds, and one
-#                                without libpmix (a selection)
+#   scripts/test.sh              release + ASan/UBSan + TSan builds, one
+#                                without libpmix (a selection), and the
+#                                fuzz targets for 20 s each (clang)
 #   XDEV_TEST_BUILDS=plain scripts/test.sh   only the plain build
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
-builds=${XDEV_TEST_BUILDS:-"plain asan tsan nopmix"}
+builds=${XDEV_TEST_BUILDS:-"plain asan tsan nopmix fuzz"}
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 
-setup() { # name, meson options...
+setup() { # name, meson options... (CC and targets from build_cc, build_targets)
     local dir=build-test-$1; shift
-    [ -d "$dir" ] || meson setup "$dir" "$@" >/dev/null || return 1
-    ninja -C "$dir" >/dev/null
+    [ -d "$dir" ] || env ${build_cc:+CC=$build_cc} meson setup "$dir" "$@" >/dev/null || return 1
+    ninja -C "$dir" $build_targets >/dev/null
 }
 
 for b in $builds; do
+    build_cc='' build_targets=''
     case $b in
     plain) opts=(--buildtype=debugoptimized) ;;
     # The bindings load libxdev into a JVM or CPython, which the sanitizer
@@ -32,6 +34,12 @@ for b in $builds; do
     # Without libpmix (a machine that lacks it): everything else still works.
     nopmix) opts=(--buildtype=debugoptimized -Db_lto=false -Dpmix=disabled
                   -Djava=disabled -Dpython=disabled) ;;
+    # libFuzzer needs clang, and the library compiled for its coverage;
+    # only the targets are built (test/fuzz/meson.build).
+    fuzz) opts=(--buildtype=debugoptimized -Dfuzz=enabled -Db_sanitize=address,undefined
+                -Db_lundef=false -Db_lto=false -Dc_args=-fsanitize=fuzzer-no-link
+                -Djava=disabled -Dpython=disabled)
+          build_cc=clang-14 build_targets=fuzz ;;
     *) echo "unknown build $b"; exit 2 ;;
     esac
     echo "=== build: $b"
@@ -48,6 +56,7 @@ for b in $builds; do
     # inside the VM is not built with the sanitizers.
     selection=(--no-suite ibv)
     [ "$b" = plain ] && selection=()
+    [ "$b" = fuzz ] && selection=(--suite fuzz)
     if [ "$b" = nopmix ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
             grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' |

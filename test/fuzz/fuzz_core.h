@@ -1,0 +1,40 @@
+/*
+ * fuzz_core.h - the real protocol core on a device of its own, for targets
+ * whose parser hands what it read to the core (the tcp frame reader, the
+ * shm ring reader, the tcp handshake). A transport's promise is only
+ * visible through what it did to the core: bytes placed in receive
+ * buffers, messages queued, peers failed; this keeps those where a target
+ * can look at them.
+ */
+#ifndef XDEV_FUZZ_CORE_H
+#define XDEV_FUZZ_CORE_H
+
+#include "device.h"
+#include "fuzz_check.h"
+
+/* Eager limit of every peer: large enough that a few-KiB input holds
+ * several eager messages, small enough that a longer one is refused. */
+#define FUZZ_EAGER_LIMIT 1024
+#define FUZZ_NRECV 4
+
+typedef struct fuzz_core {
+    xdev_t *dev;
+    xdev_request_t recv[FUZZ_NRECV];
+    uint8_t *buf[FUZZ_NRECV];
+} fuzz_core_t;
+
+/* A device of `size` ranks, this one `rank`, every peer served by (ops,
+ * tp), with receives from any source posted for tags 0..FUZZ_NRECV-1 into
+ * heap buffers of exactly their length (0, 7, 64, 300 bytes), so that ASan
+ * stops a byte placed past one. */
+void fuzz_core_open(fuzz_core_t *fc, int rank, int size, const xdev_tp_ops_t *ops, xdev_tp_t *tp);
+
+/* Abort unless the core holds only what `received` bytes from outside
+ * could have carried: no receive completed with more bytes than its buffer
+ * or than came in, and no eager message buffered longer than that. */
+void fuzz_core_check(const fuzz_core_t *fc, size_t received);
+
+/* Free the device (its transports are the caller's). */
+void fuzz_core_close(fuzz_core_t *fc);
+
+#endif
