@@ -3,6 +3,7 @@
  *
  *   coll-bench [--ops allreduce,bcast,allgather,alltoall] [--sizes 8,1M]
  *              [--iters N] [--budget SECONDS]
+ *              [--timing back-to-back|per-call|both]
  *
  * Built by meson against libxdev_coll as xdev-coll-bench (run it under
  * xdevrun), and by compare-coll.sh with -DUSE_MPI through mpicc.openmpi and
@@ -13,18 +14,24 @@
  *   allgather  SIZE bytes per rank
  *   alltoall   SIZE bytes per pair of ranks
  * Each (op, size) runs a warm-up of a tenth of the iterations, then N timed
- * iterations back to back (N = --iters, by default as OSU's: 10000 up to
- * 8 KiB and 1000 above, so that a call of about 1 us is timed over some
- * 10 ms rather than less than one scheduler time slice; fewer if 10 probe
- * iterations say the --budget of seconds would be exceeded: rank 0 decides
- * for all). The calls run back to back, as in IMB. OSU's way, a barrier
- * after each call timed alone, was tried: with more ranks than cores it
- * makes the time of a call that does not synchronize (bcast) the skew of
- * the barrier's exit, so that MPICH, whose barrier takes 5 ms at 4 ranks
- * here, showed an 8-byte bcast of 0.77 us. The result is the mean time per
- * call averaged over the ranks (as OSU's osu_allreduce reports), in
- * microseconds, printed by rank 0 as CSV:
- *   op,size,iters,value,unit
+ * iterations (N = --iters, by default as OSU's: 10000 up to 8 KiB and 1000
+ * above, so that a call of about 1 us is timed over some 10 ms rather than
+ * less than one scheduler time slice; fewer if 10 probe iterations say the
+ * --budget of seconds would be exceeded: rank 0 decides for all).
+ *
+ * Two ways of timing, since users meet both:
+ *   back-to-back  the calls run one after another and the loop is timed
+ *                 as a whole, as in IMB: pipelining between calls counts.
+ *   per-call      each call is timed alone and a barrier follows it, as in
+ *                 OSU's osu_bcast and friends: what one isolated call
+ *                 costs. With more ranks than cores this partly measures
+ *                 the skew of the barrier's exit: a call that does not
+ *                 synchronize (bcast) can look cheaper than its messages,
+ *                 as MPICH's 0.77 us 8-byte bcast at 4 ranks here did,
+ *                 whose barrier takes 5 ms.
+ * The result is the mean time per call averaged over the ranks (as OSU's
+ * osu_allreduce reports), in microseconds, printed by rank 0 as CSV:
+ *   op,timing,size,iters,value,unit
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,15 +128,57 @@ static void check(int rc, const char *what)
     }
 }
 
+enum timing { BACK_TO_BACK = 1, PER_CALL = 2 };
+static const char *timing_names[] = {NULL, "back-to-back", "per-call"};
+
 /* Time `iters` calls; returns the mean seconds per call averaged over ranks. */
-static double timed(int op, void *s, void *d, size_t n, long iters)
+static double timed(enum timing how, int op, void *s, void *d, size_t n, long iters)
+{
+    double mine = 0, sum = 0;
+    check(b_barrier(), "barrier");
+    if (how == BACK_TO_BACK) {
+        double t0 = now();
+        for (long i = 0; i < iters; i++) check(run_op(op, s, d, n), op_names[op]);
+        mine = now() - t0;
+    } else {
+        for (long i = 0; i < iters; i++) {
+            double t0 = now();
+            check(run_op(op, s, d, n), op_names[op]);
+            mine += now() - t0;
+            check(b_barrier(), "barrier");
+        }
+    }
+    mine /= (double)iters;
+    check(b_allreduce(&mine, &sum, 1), "allreduce of times");
+    return sum / size;
+}
+
+/* How many iterations fit the budget: 10 probe calls, with the barriers
+ * the mode puts between them (rank 0's estimate, broadcast so every rank
+ * runs the same count). */
+static long fit_iters(enum timing how, int op, void *s, void *d, size_t n, long cap, double budget)
 {
     check(b_barrier(), "barrier");
     double t0 = now();
-    for (long i = 0; i < iters; i++) check(run_op(op, s, d, n), op_names[op]);
-    double mine = (now() - t0) / (double)iters, sum = 0;
-    check(b_allreduce(&mine, &sum, 1), "allreduce of times");
-    return sum / size;
+    for (int i = 0; i < 10; i++) {
+        check(run_op(op, s, d, n), op_names[op]);
+        if (how == PER_CALL) check(b_barrier(), "barrier");
+    }
+    double probe = (now() - t0) / 10;
+    double it = budget / (probe > 0 ? probe : 1e-9);
+    double iters_d = it < (double)cap ? it : (double)cap;
+    if (iters_d < 10) iters_d = 10;
+    check(b_bcast(&iters_d, sizeof iters_d), "bcast of iterations");
+    return (long)iters_d;
+}
+
+/* back-to-back, per-call or both; 0 if neither. */
+static int parse_timing(const char *v)
+{
+    if (!strcmp(v, "back-to-back")) return BACK_TO_BACK;
+    if (!strcmp(v, "per-call")) return PER_CALL;
+    if (!strcmp(v, "both")) return BACK_TO_BACK | PER_CALL;
+    return 0;
 }
 
 static size_t parse_size(const char *s)
@@ -146,19 +195,25 @@ int main(int argc, char **argv)
     const char *ops = "allreduce,bcast,allgather,alltoall", *sizes = "8,1M";
     long max_iters = 0; /* 0: OSU's default for the size */
     double budget = 1.0;
+    int timings = BACK_TO_BACK;
     b_init(&argc, &argv);
+    const char *bad = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
-        else if (!strcmp(argv[i], "--sizes")) sizes = argv[i + 1];
-        else if (!strcmp(argv[i], "--iters")) max_iters = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--budget")) budget = atof(argv[i + 1]);
-        else {
-            if (rank == 0) fprintf(stderr, "coll-bench: unknown option %s\n", argv[i]);
-            b_fini();
-            return 2;
-        }
+        const char *v = argv[i + 1];
+        if (!strcmp(argv[i], "--ops")) ops = v;
+        else if (!strcmp(argv[i], "--sizes")) sizes = v;
+        else if (!strcmp(argv[i], "--iters")) max_iters = atol(v);
+        else if (!strcmp(argv[i], "--budget")) budget = atof(v);
+        else if (!strcmp(argv[i], "--timing")) {
+            if (!(timings = parse_timing(v))) bad = argv[i];
+        } else bad = argv[i];
     }
-    if (rank == 0) printf("op,size,iters,value,unit\n");
+    if (bad) {
+        if (rank == 0) fprintf(stderr, "coll-bench: unknown option or value at %s\n", bad);
+        b_fini();
+        return 2;
+    }
+    if (rank == 0) printf("op,timing,size,iters,value,unit\n");
     for (int op = 0; op < 4; op++) {
         if (!strstr(ops, op_names[op])) continue;
         char list[256];
@@ -169,18 +224,15 @@ int main(int argc, char **argv)
             size_t bytes = op >= 2 ? n * (size_t)size : n;
             char *s = calloc(1, bytes ? bytes : 1), *d = calloc(1, bytes ? bytes : 1);
             if (!s || !d) check(1, "malloc");
-            /* Probe, then fit the iterations into the budget (rank 0's
-             * estimate, broadcast so every rank runs the same count). */
-            double probe = timed(op, s, d, n, 10);
-            double it = budget / (probe > 0 ? probe : 1e-9);
             long cap = max_iters ? max_iters : n <= 8192 ? 10000 : 1000;
-            double iters_d = it < (double)cap ? it : (double)cap;
-            if (iters_d < 10) iters_d = 10;
-            check(b_bcast(&iters_d, sizeof iters_d), "bcast of iterations");
-            long iters = (long)iters_d;
-            timed(op, s, d, n, iters / 10 + 1); /* warm-up */
-            double t = timed(op, s, d, n, iters);
-            if (rank == 0) printf("%s,%zu,%ld,%.3f,us\n", op_names[op], n, iters, t * 1e6);
+            for (enum timing how = BACK_TO_BACK; how <= PER_CALL; how++) {
+                if (!(timings & how)) continue;
+                long iters = fit_iters(how, op, s, d, n, cap, budget);
+                timed(how, op, s, d, n, iters / 10 + 1); /* warm-up */
+                double t = timed(how, op, s, d, n, iters);
+                if (rank == 0)
+                    printf("%s,%s,%zu,%ld,%.3f,us\n", op_names[op], timing_names[how], n, iters, t * 1e6);
+            }
             free(s);
             free(d);
         }

@@ -12,15 +12,19 @@
 #          XDEV_THREADS=single (the MPIs run MPI_THREAD_SINGLE)
 #   ompi   mpirun.openmpi --allow-run-as-root --oversubscribe -n N
 #   mpich  mpiexec.mpich -n N (Debian's MPICH: ch4 on UCX)
-# and prints, per process count, operation and size, each system's median
-# latency over the rounds, the better MPI and xdev/best (lower is better).
+# and prints, per process count, operation, timing and size, each system's
+# median latency over the rounds, the better MPI and xdev/best (lower is
+# better). Each call is timed both ways (coll_bench.c says why):
+# back-to-back (IMB's way) and per-call, alone with a barrier after it
+# (OSU's way).
 # 4 and 8 processes oversubscribe a 2-core machine: every system then
 # depends on how it yields the CPU while it waits.
 #
 # Environment:
 #   NPS           process counts (default "2 4 8")
 #   OPS, SIZES    passed as --ops / --sizes (default: all four, "8,1M")
-#   BUDGET        seconds per operation and size per run (default 0.3)
+#   BUDGET        seconds per operation, size and timing per run (default 0.3)
+#   TIMING        back-to-back, per-call or both (the default)
 #   XDEV_COLL_TRANSPORT  xdev transport (default: auto, i.e. shm here)
 #   SYSTEMS       subset of "xdev ompi mpich"
 #   BENCH_OUT     directory in which to keep every run's output
@@ -33,7 +37,10 @@ prog=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "$prog: $*" >&2; exit 1; }
 
-[[ $# -ge 1 && $# -le 2 && $1 != -h && $1 != --help ]] || { sed -n '2,31s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 && $1 != -h && $1 != --help ]] || {
+    awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0" >&2
+    exit 2
+}
 build=$(cd "${1%/}" 2>/dev/null && pwd) || die "$1: no such directory"
 rounds=${2:-5}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
@@ -42,6 +49,7 @@ read -r -a systems <<<"${SYSTEMS:-xdev ompi mpich}"
 ops=${OPS:-allreduce,bcast,allgather,alltoall}
 sizes=${SIZES:-8,1M}
 budget=${BUDGET:-0.3}
+timing=${TIMING:-both}
 timeout_s=${BENCH_TIMEOUT:-300}
 xdevrun=$build/src/tools/xdevrun
 xbench=$build/test/bench/xdev-coll-bench
@@ -66,10 +74,10 @@ trap 'rm -rf "$work"' EXIT
 out_dir=${BENCH_OUT:-$work}
 mkdir -p "$out_dir"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-all=$work/all.txt # round,np,system,op,size,value
+all=$work/all.txt # round,np,system,op,timing,size,value
 : >"$all"
 failures=0
-args=(--ops "$ops" --sizes "$sizes" --budget "$budget")
+args=(--ops "$ops" --sizes "$sizes" --budget "$budget" --timing "$timing")
 transport=()
 [[ -n ${XDEV_COLL_TRANSPORT:-} ]] && transport=(--transport "$XDEV_COLL_TRANSPORT")
 
@@ -91,7 +99,7 @@ run() { # SYSTEM NP ROUND
         return 0
     fi
     awk -F, -v r="$r" -v np="$np" -v s="$sys" \
-        'NF == 5 && $2 ~ /^[0-9]+$/ && $4 ~ /^[0-9.]+$/ { print r "," np "," s "," $1 "," $2 "," $4 }' \
+        'NF == 6 && $3 ~ /^[0-9]+$/ && $5 ~ /^[0-9.]+$/ { print r "," np "," s "," $1 "," $2 "," $3 "," $5 }' \
         "$csv" >>"$all"
 }
 
@@ -113,20 +121,20 @@ awk -F, -v systems="${systems[*]}" -v rounds="$rounds" '
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     {
-        k = $2 SUBSEP $4 SUBSEP $5
+        k = $2 SUBSEP $4 SUBSEP $5 SUBSEP $6
         if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-        vals[k, $3] = vals[k, $3] " " $6
+        vals[k, $3] = vals[k, $3] " " $7
     }
     END {
         ns = split(systems, sys, " ")
         printf "# collective latency, us (median of %d rounds, mean per call over ranks)\n", rounds
         printf "# best = the better of ompi and mpich; ratio = xdev / best (lower is better)\n"
-        printf "%-4s %-10s %-8s", "np", "op", "size"
+        printf "%-4s %-10s %-12s %-8s", "np", "op", "timing", "size"
         for (i = 1; i <= ns; i++) printf " %11s", sys[i]
         printf " %11s %6s\n", "best", "ratio"
         for (q = 1; q <= nk; q++) {
             split(keys[q], f, SUBSEP)
-            printf "%-4s %-10s %-8s", f[1], f[2], f[3]
+            printf "%-4s %-10s %-12s %-8s", f[1], f[2], f[3], f[4]
             best = ""; x = ""
             for (i = 1; i <= ns; i++) {
                 s = sys[i]
