@@ -1025,6 +1025,7 @@ int proto_cancel(xdev_t *d, xreq_t *r)
             if (e->claimed)
                 return XDEV_ERR_TOO_LATE;
             ux_free(d, e);
+            r->status.count = 0; /* nothing of it was sent */
             req_complete(d, r, XDEV_ERR_CANCELED);
             return XDEV_OK;
         }
