@@ -63,17 +63,10 @@ static double last_failure; /* survivors: when the last XDEV_ERR_PEER came */
 static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t msgs_in, bytes_in, failures_seen;
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t key(int src, int dst, int ctx, int k)
 {
-    return mix(seed ^ mix(((uint64_t)src << 48) ^ ((uint64_t)dst << 40) ^ ((uint64_t)ctx << 32) ^ (uint64_t)k));
+    return fault_mix(seed ^ fault_mix(((uint64_t)src << 48) ^ ((uint64_t)dst << 40) ^
+                                      ((uint64_t)ctx << 32) ^ (uint64_t)k));
 }
 
 /* Mostly small, a quarter up to the eager limit, a fifth rendezvous. */
@@ -89,34 +82,6 @@ static size_t msg_len(uint64_t h)
 
 static int msg_tag(uint64_t h) { return (int)((h >> 40) % 1000); }
 static bool msg_sync(uint64_t h) { return ((h >> 52) & 7) == 0; }
-
-static void fill(unsigned char *b, size_t len, uint64_t h)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = mix(h + i);
-        memcpy(b + i, &w, 8);
-    }
-    uint64_t w = mix(h + i);
-    memcpy(b + i, &w, len - i);
-}
-
-/* Index of the first wrong byte, or (size_t)-1. */
-static size_t verify(const unsigned char *b, size_t len, uint64_t h)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = mix(h + i);
-        if (memcmp(b + i, &w, 8))
-            break;
-    }
-    for (; i < len; i++) {
-        uint64_t w = mix(h + (i & ~(size_t)7));
-        if (b[i] != ((unsigned char *)&w)[i & 7])
-            return i;
-    }
-    return (size_t)-1;
-}
 
 static bool may_fail(int peer) { return kill_mode && peer == victim; }
 
@@ -182,7 +147,7 @@ static void post_sends(struct thread *th)
         int k = wild ? th->next_wild[dst]++ : th->next_named[dst]++;
         uint64_t h = key(rank, dst, ctx, k);
         size_t len = msg_len(h);
-        fill(th->sbuf[slot], len, h);
+        fault_fill_keyed(th->sbuf[slot], len, h);
         int rc = (msg_sync(h) ? xdev_issend : xdev_isend)(dev, th->sbuf[slot], len, dst, msg_tag(h),
                                                           ctx, &th->sreq[slot]);
         if (rc == XDEV_ERR_PEER && may_fail(dst)) {
@@ -251,7 +216,7 @@ static void check_message(struct thread *th, const char *kind, int src, int ctx,
         FAILF("seed %llu thread %d: %s message #%d from %d: tag %d count %zu ctx %d, want tag %d "
               "count %zu ctx %d (a message lost or out of order)", (unsigned long long)seed, th->t,
               kind, k, src, st->tag, st->count, st->ctx, msg_tag(h), len, ctx);
-    else if ((bad = verify(buf, len, h)) != (size_t)-1)
+    else if ((bad = fault_verify_keyed(buf, len, h)) != (size_t)-1)
         FAILF("seed %llu thread %d: %s message #%d from %d (%zu bytes): byte %zu wrong",
               (unsigned long long)seed, th->t, kind, k, src, len, bad);
     pthread_mutex_lock(&stat_lock);
@@ -400,20 +365,6 @@ static void free_buffers(struct thread *th)
 
 /* ---- the victim's executioner ---- */
 
-static void write_out(const char *name, const char *text)
-{
-    const char *dir = getenv("XDEV_TEST_OUT");
-    char path[512];
-    if (!dir)
-        return;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
 static pid_t start_monkey(double delay_s)
 {
     pid_t parent = getpid(), pid = fork();
@@ -425,32 +376,13 @@ static pid_t start_monkey(double delay_s)
         double t = fault_now();
         kill(parent, SIGKILL);
         snprintf(when, sizeof when, "%.6f\n", t);
-        write_out("killed", when);
+        fault_write_out("killed", when);
     } else {
         kill(parent, SIGSTOP);
         fault_sleep_ms(STOP_S * 1000);
         kill(parent, SIGCONT);
     }
     _exit(0);
-}
-
-static double read_kill_time(void)
-{
-    const char *dir = getenv("XDEV_TEST_OUT");
-    char path[512];
-    double t = -1;
-    snprintf(path, sizeof path, "%s/killed", dir ? dir : ".");
-    for (int i = 0; i < 100 && t < 0; i++) { /* the monkey writes it just after the kill */
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (fscanf(f, "%lf", &t) != 1)
-                t = -1;
-            fclose(f);
-        }
-        if (t < 0)
-            fault_sleep_ms(50);
-    }
-    return t;
 }
 
 int main(int argc, char **argv)
@@ -469,7 +401,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "needs 3 to %d ranks\n", MAX_RANKS);
         return 2;
     }
-    uint64_t g = mix(seed);
+    uint64_t g = fault_mix(seed);
     victim = (int)(g % (uint64_t)size);
     nthreads = 1 + (int)((g >> 8) & 1);
     nnamed = 60 + (int)((g >> 16) % 120);
@@ -481,7 +413,7 @@ int main(int argc, char **argv)
                nthreads, nnamed, nwild);
         char v[16];
         snprintf(v, sizeof v, "%d\n", victim);
-        write_out("victim", v);
+        fault_write_out("victim", v);
     }
     pid_t monkey = rank == victim ? start_monkey(delay) : 0;
 
@@ -532,7 +464,7 @@ int main(int argc, char **argv)
     fault_step("barrier of the survivors");
     CHECK_RC(fault_barrier_skip(dev, kill_mode ? victim : -1), XDEV_OK);
     if (kill_mode && failures_seen) {
-        double t_kill = read_kill_time(), bound = (pt ? atoi(pt) : 20000) / 1000.0 + 2.0;
+        double t_kill = fault_read_time("killed"), bound = (pt ? atoi(pt) : 20000) / 1000.0 + 2.0;
         CHECK(t_kill > 0, "seed %llu: no kill time in $XDEV_TEST_OUT/killed", (unsigned long long)seed);
         CHECK(last_failure - t_kill <= bound, "seed %llu: the last failure came %.3f s after the kill "
               "(bound %.1f s)", (unsigned long long)seed, last_failure - t_kill, bound);

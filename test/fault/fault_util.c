@@ -186,6 +186,76 @@ int fault_wait_for(xdev_request_t *req, xdev_status_t *st, double timeout_s, int
     }
 }
 
+void fault_write_out(const char *name, const char *text)
+{
+    const char *dir = getenv("XDEV_TEST_OUT");
+    char path[4096];
+    if (!dir)
+        return;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+double fault_read_time(const char *name)
+{
+    const char *dir = getenv("XDEV_TEST_OUT");
+    char path[4096];
+    double t = -1;
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
+    for (int i = 0; i < 100 && t < 0; i++) { /* written just after the event */
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%lf", &t) != 1)
+                t = -1;
+            fclose(f);
+        }
+        if (t < 0)
+            fault_sleep_ms(50);
+    }
+    return t;
+}
+
+uint64_t fault_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+void fault_fill_keyed(void *buf, size_t len, uint64_t key)
+{
+    unsigned char *b = buf;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = fault_mix(key + i);
+        memcpy(b + i, &w, 8);
+    }
+    uint64_t w = fault_mix(key + i);
+    memcpy(b + i, &w, len - i);
+}
+
+size_t fault_verify_keyed(const void *buf, size_t len, uint64_t key)
+{
+    const unsigned char *b = buf;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = fault_mix(key + i);
+        if (memcmp(b + i, &w, 8))
+            break;
+    }
+    for (; i < len; i++) {
+        uint64_t w = fault_mix(key + (i & ~(size_t)7));
+        if (b[i] != ((unsigned char *)&w)[i & 7])
+            return i;
+    }
+    return (size_t)-1;
+}
+
 int fault_write_result(int rank, const char *text)
 {
     const char *dir = getenv("XDEV_TEST_OUT");

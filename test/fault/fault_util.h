@@ -83,6 +83,15 @@ void fault_sleep_ms(int ms);
 void fault_fill(void *buf, size_t len, uint32_t seed);
 size_t fault_verify(const void *buf, size_t len, uint32_t seed);
 
+/* The randomized tests' bytes: a message's content is a function of one
+ * 64-bit key (itself a hash of who sent it, to whom and which it is), so
+ * a receiver checks every byte from the key alone. fault_mix is the
+ * splitmix64 finalizer the keys are made with. */
+uint64_t fault_mix(uint64_t x);
+void fault_fill_keyed(void *buf, size_t len, uint64_t key);
+/* Index of the first wrong byte, or (size_t)-1. */
+size_t fault_verify_keyed(const void *buf, size_t len, uint64_t key);
+
 /* Barrier over xdev messages rooted at rank 0. fault_barrier_skip leaves
  * out one rank (a dead one), rooted at rank 1 when that is rank 0; skip =
  * -1 leaves out nobody. Returns the first xdev error, XDEV_OK otherwise. */
@@ -96,5 +105,11 @@ int fault_wait_for(xdev_request_t *req, xdev_status_t *st, double timeout_s, int
 
 /* Write text to $XDEV_TEST_OUT/rank.<rank>; returns 0 on success. */
 int fault_write_result(int rank, const char *text);
+/* Write text to $XDEV_TEST_OUT/name, if XDEV_TEST_OUT is set: what a
+ * driver script reads besides the verdict (a victim's rank, a kill time). */
+void fault_write_out(const char *name, const char *text);
+/* A time (fault_now seconds) another process writes to $XDEV_TEST_OUT/name,
+ * such as when it killed a rank: waits up to 5 s for it, -1 if none. */
+double fault_read_time(const char *name);
 
 #endif

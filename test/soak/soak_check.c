@@ -20,7 +20,7 @@ void soak_check_recv(const char *who, int src, int kind, int t, int k, const xde
                   soak_tag(t, k), soak_ctx(kind, t));
         return;
     }
-    if ((bad = soak_verify(buf, count, key)) != (size_t)-1)
+    if ((bad = fault_verify_keyed(buf, count, key)) != (size_t)-1)
         SOAK_FAIL("seed %llu %s: message #%d from %d (thread %d, %zu of %zu bytes): byte %zu wrong",
                   (unsigned long long)soak.seed, who, k, src, t, count, len, bad);
     else if ((bad = soak_untouched(buf, count, cap + SOAK_GUARD)) != (size_t)-1)

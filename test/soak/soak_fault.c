@@ -22,20 +22,6 @@ static pid_t monkey;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static double last_failure[SOAK_MAX_RANKS];
 
-static void write_out(const char *name, const char *text)
-{
-    const char *dir = getenv("XDEV_TEST_OUT");
-    char path[4096];
-    if (!dir)
-        return;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
 static double seconds(uint64_t r, double from, double to)
 {
     return from + (to - from) * (double)(r % 10000) / 10000.0;
@@ -80,7 +66,7 @@ void soak_fault_plan(void)
     if (soak.rank != 0)
         return;
     snprintf(text, sizeof text, "%s\n", list);
-    write_out("victims", text);
+    fault_write_out("victims", text);
     for (int r = 0; r < soak.size; r++) {
         if (plan[r].kill_at >= 0)
             printf("[soak] seed %llu: rank %d %s killed at %.2f s\n", (unsigned long long)soak.seed,
@@ -118,7 +104,7 @@ void soak_fault_start(void)
         kill(parent, SIGKILL);
         snprintf(when, sizeof when, "%.6f\n", t);
         snprintf(name, sizeof name, "killed.%d", soak.rank);
-        write_out(name, when);
+        fault_write_out(name, when);
     } else {
         sleep_until(start, f->cont_at);
         kill(parent, SIGCONT);
@@ -158,21 +144,9 @@ bool soak_gone(int peer, int ctx)
 
 static double kill_time(int v)
 {
-    const char *dir = getenv("XDEV_TEST_OUT");
-    char path[4096];
-    double t = -1;
-    snprintf(path, sizeof path, "%s/killed.%d", dir ? dir : ".", v);
-    for (int i = 0; i < 100 && t < 0; i++) { /* written just after the kill */
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (fscanf(f, "%lf", &t) != 1)
-                t = -1;
-            fclose(f);
-        }
-        if (t < 0)
-            fault_sleep_ms(50);
-    }
-    return t;
+    char name[32];
+    snprintf(name, sizeof name, "killed.%d", v);
+    return fault_read_time(name);
 }
 
 void soak_fault_check_times(void)

@@ -6,24 +6,16 @@
 
 #include "soak.h"
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 uint64_t soak_rand(uint64_t *state)
 {
     *state += 0x9e3779b97f4a7c15ull;
-    return mix(*state);
+    return fault_mix(*state);
 }
 
 uint64_t soak_key(int src, int dst, int kind, int t, int k)
 {
-    return mix(soak.seed ^ mix(((uint64_t)src << 48) ^ ((uint64_t)dst << 40) ^
-                               ((uint64_t)kind << 36) ^ ((uint64_t)t << 32) ^ (uint64_t)k));
+    return fault_mix(soak.seed ^ fault_mix(((uint64_t)src << 48) ^ ((uint64_t)dst << 40) ^
+                                           ((uint64_t)kind << 36) ^ ((uint64_t)t << 32) ^ (uint64_t)k));
 }
 
 /* The limits the run crosses: eager (64 KiB by default) and shm's single
@@ -83,33 +75,6 @@ int soak_ctx(int kind, int t)
 int soak_tag(int t, int k) { return t << 24 | k; }
 int soak_tag_thread(int tag) { return tag >> 24; }
 int soak_tag_seq(int tag) { return tag & 0xffffff; }
-
-void soak_fill(unsigned char *buf, size_t len, uint64_t key)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = mix(key + i);
-        memcpy(buf + i, &w, 8);
-    }
-    uint64_t w = mix(key + i);
-    memcpy(buf + i, &w, len - i);
-}
-
-size_t soak_verify(const unsigned char *buf, size_t len, uint64_t key)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = mix(key + i);
-        if (memcmp(buf + i, &w, 8))
-            break;
-    }
-    for (; i < len; i++) {
-        uint64_t w = mix(key + (i & ~(size_t)7));
-        if (buf[i] != ((unsigned char *)&w)[i & 7])
-            return i;
-    }
-    return (size_t)-1;
-}
 
 unsigned char *soak_rbuf(size_t cap)
 {

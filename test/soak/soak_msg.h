@@ -31,9 +31,8 @@ int soak_tag(int t, int k);
 int soak_tag_thread(int tag);
 int soak_tag_seq(int tag);
 
-void soak_fill(unsigned char *buf, size_t len, uint64_t key);
-/* Index of the first byte that differs from the message's, or -1. */
-size_t soak_verify(const unsigned char *buf, size_t len, uint64_t key);
+/* A message's bytes are fault_fill_keyed(key), checked by
+ * fault_verify_keyed (fault_util.h), as fault_random_kill's are. */
 
 /* A receive buffer of cap bytes and the guard after it, every byte the
  * guard byte; free() it. */

@@ -139,7 +139,7 @@ static void send_one(struct sender *s, int dst, int kind)
         SOAK_FAIL("out of memory for a %zu-byte send", len);
         fault_abort();
     }
-    soak_fill(buf, len, key);
+    fault_fill_keyed(buf, len, key);
     int tag = soak_tag(s->t, k), ctx = soak_ctx(kind, s->t);
     enum soak_mode mode = soak_mode(key);
     if (mode == M_SEND || mode == M_SSEND) {
