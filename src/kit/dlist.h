@@ -34,18 +34,6 @@
         (head) = (n);                                                                             \
     } while (0)
 
-#define XDEV_DLIST_UNLINK(head, tail, n, PREV, NEXT)                                              \
-    do {                                                                                          \
-        if ((n)->PREV)                                                                            \
-            (n)->PREV->NEXT = (n)->NEXT;                                                          \
-        else                                                                                      \
-            (head) = (n)->NEXT;                                                                   \
-        if ((n)->NEXT)                                                                            \
-            (n)->NEXT->PREV = (n)->PREV;                                                          \
-        else                                                                                      \
-            (tail) = (n)->PREV;                                                                   \
-    } while (0)
-
 /* Unlink n from a list kept without a tail. */
 #define XDEV_DLIST_UNLINK_HEAD(head, n, PREV, NEXT)                                               \
     do {                                                                                          \
@@ -55,6 +43,15 @@
             (head) = (n)->NEXT;                                                                   \
         if ((n)->NEXT)                                                                            \
             (n)->NEXT->PREV = (n)->PREV;                                                          \
+    } while (0)
+
+/* The tail moves back only when n was last; the rest is UNLINK_HEAD,
+ * which leaves n's own links alone. */
+#define XDEV_DLIST_UNLINK(head, tail, n, PREV, NEXT)                                              \
+    do {                                                                                          \
+        if (!(n)->NEXT)                                                                           \
+            (tail) = (n)->PREV;                                                                   \
+        XDEV_DLIST_UNLINK_HEAD(head, n, PREV, NEXT);                                              \
     } while (0)
 
 #endif

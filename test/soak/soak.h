@@ -68,6 +68,9 @@ bool soak_peer_failed(int peer, int err, const char *what);
  * (any tag, ctx) left queued from it? Then what is missing of its streams
  * on ctx will never come, and a receiver may stop waiting for it. */
 bool soak_gone(int peer, int ctx);
+/* Has every stream of this kind to us on ctx either come whole, been cut,
+ * or lost its sender (soak_gone)? Then its receivers may stop. */
+bool soak_streams_closed(int kind, int ctx);
 
 /* Keep waiting after xdev_wakeup (the shepherd wakes every blocked call
  * now and then); count it. */

@@ -142,6 +142,16 @@ bool soak_gone(int peer, int ctx)
     return xdev_iprobe(soak.dev, peer, XDEV_ANY_TAG, ctx, &found, &st) == XDEV_OK && !found;
 }
 
+bool soak_streams_closed(int kind, int ctx)
+{
+    for (int src = 0; src < soak.size; src++)
+        for (int t = 0; t < soak.nthreads; t++)
+            if (!atomic_load(&soak_cut[kind][src][t]) &&
+                atomic_load(&soak_got[kind][src][t]) < soak.nmsgs[kind] && !soak_gone(src, ctx))
+                return false;
+    return true;
+}
+
 static double kill_time(int v)
 {
     char name[32];

@@ -25,17 +25,6 @@ void soak_mprobe_init(void)
             atomic_init(&cut_at[src][t], -1);
 }
 
-static bool all_closed(int ctx)
-{
-    for (int src = 0; src < soak.size; src++)
-        for (int t = 0; t < soak.nthreads; t++)
-            if (!atomic_load(&soak_cut[K_MPROBE][src][t]) &&
-                atomic_load(&soak_got[K_MPROBE][src][t]) < soak.nmsgs[K_MPROBE] &&
-                !soak_gone(src, ctx))
-                return false;
-    return true;
-}
-
 /* src's message k of thread t failed (its marker, or a claimed message
  * whose data never all came): nothing more of src on this context. The
  * racing threads may see later messages that had arrived in part fail
@@ -115,7 +104,7 @@ void *soak_mprober(void *arg)
         for (int t = 0; t < SOAK_MAX_THREADS; t++)
             c.last[src][t] = -1;
     int ctx = soak_ctx(K_MPROBE, 0);
-    while (!all_closed(ctx)) {
+    while (!soak_streams_closed(K_MPROBE, ctx)) {
         xdev_message_t msg;
         xdev_status_t st = { .source = -1, .error = 1 }; /* unlike any status a probe fills */
         int rc, found = 1;

@@ -8,17 +8,6 @@
 #include "soak_check.h"
 #include "soak_msg.h"
 
-static bool all_closed(int ctx)
-{
-    for (int src = 0; src < soak.size; src++)
-        for (int t = 0; t < soak.nthreads; t++)
-            if (!atomic_load(&soak_cut[K_PROBE][src][t]) &&
-                atomic_load(&soak_got[K_PROBE][src][t]) < soak.nmsgs[K_PROBE] &&
-                !soak_gone(src, ctx))
-                return false;
-    return true;
-}
-
 static void cut(int src)
 {
     for (int t = 0; t < soak.nthreads; t++)
@@ -93,7 +82,7 @@ void *soak_prober(void *arg)
     (void)arg;
     uint64_t rng = soak.seed ^ 0x9b0beu ^ ((uint64_t)soak.rank << 40);
     int ctx = soak_ctx(K_PROBE, 0);
-    while (!all_closed(ctx)) {
+    while (!soak_streams_closed(K_PROBE, ctx)) {
         xdev_status_t st = { .source = -1, .error = 1 }; /* unlike any status xdev_probe fills */
         int rc, found = 1;
         if (soak_rand(&rng) % 2) {
