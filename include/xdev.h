@@ -149,6 +149,19 @@ typedef struct xdev_config {
     int finalize_timeout_ms; /* how long xdev_finalize waits for active
                               * sends to finish and peers to close */
     unsigned flags;          /* XDEV_FLAG_* */
+    /* Transport options for this device alone: NULL, or a NULL-terminated
+     * list of "NAME=value" strings, each naming a variable the README's
+     * Environment table marks as an option (XDEV_SHM_RING=4m,
+     * XDEV_OFI_PROVIDER=verbs;ofi_rxm, ...). A name given here overrides
+     * the environment's variable; the options not given still come from
+     * the environment. xdev_init reads both once and copies what it keeps,
+     * so the strings may go when it returns, and later changes to the
+     * environment do not reach the device. xdev_init fails with
+     * XDEV_ERR_ARG, starting nothing, on a string without '=', a name that
+     * is not an option (the fields above have their own members), or a
+     * value the option's type rejects. A name given twice: the last
+     * holds. xdev_config_init leaves it NULL. */
+    const char *const *options;
 } xdev_config_t;
 
 /* The status of a completed request or of a probed message. */

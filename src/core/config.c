@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "options.h"
 
 #define DEFAULT_EAGER_LIMIT (64u * 1024)
 #define DEFAULT_UNEXPECTED_LIMIT (64u * 1024 * 1024)
@@ -177,5 +178,6 @@ int config_copy(xdev_t *d, const xdev_config_t *cfg)
         COPY_STR(table[i], cfg->peers[i]);
 #undef COPY_STR
     d->cfg.peers = npeers ? (const char *const *)table : NULL;
+    d->cfg.options = NULL; /* the caller's; what they say is in d->options */
     return XDEV_OK;
 }

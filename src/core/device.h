@@ -164,6 +164,7 @@ struct xdev {
     unsigned flags;
     xdev_config_t cfg;      /* with strings owned by the device */
     char *cfg_strings;
+    char **options;         /* per xdev_vars entry: its value, or NULL */
     pthread_mutex_t lock;
     bool finalizing;
     uint64_t activity;      /* arrivals and finished sends, ever: a waiter

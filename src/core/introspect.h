@@ -16,13 +16,6 @@ size_t xdev_unexpected_peak(xdev_t *dev);
 /* Name of the transport that carries traffic to `peer` ("self", "tcp"). */
 const char *xdev_peer_transport(xdev_t *dev, int peer);
 
-/* The XDEV_* variables libxdev and xdevrun read (env_vars.c). */
-typedef struct xdev_env_var {
-    const char *name, *dflt, *meaning;
-} xdev_env_var_t;
-extern const xdev_env_var_t xdev_env_vars[];
-extern const size_t xdev_env_nvars;
-
 /* The transports this build has, in the order `auto` considers them. */
 struct xdev_tp_ops;
 const struct xdev_tp_ops *const *xdev_transports_built(size_t *n);

@@ -59,10 +59,10 @@ const xdev_tp_ops_t *const *xdev_transports_built(size_t *n)
 
 /* auto's choice for other hosts: the first transport that finds a
  * high-speed network here, else tcp. */
-static const xdev_tp_ops_t *auto_network(void)
+static const xdev_tp_ops_t *auto_network(const xdev_t *d)
 {
     for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
-        if (transports[i]->fast_network && transports[i]->fast_network())
+        if (transports[i]->fast_network && transports[i]->fast_network(d))
             return transports[i];
     return &xdev_tcp_ops;
 }
@@ -171,7 +171,7 @@ int select_transports(xdev_t *d)
     if (strcmp(want, "auto") && strcmp(want, "shm"))
         net = transport_find(want);
     else if (autoselect && any_tcp)
-        net = auto_network();
+        net = auto_network(d);
     const xdev_tp_ops_t *shm_ops = transport_find("shm");
     if (rc == XDEV_OK && any_shm && !shm_ops) {
         if (autoselect) { /* built without shm: tcp serves everyone */

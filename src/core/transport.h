@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "options.h"
 #include "wire.h"
 #include "xdev.h"
 
@@ -243,8 +244,9 @@ typedef struct xdev_tp_ops {
      * < 0: failed before anything moved (the core streams instead). */
     int (*rma)(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
     /* Optional: true when this transport reaches other hosts over a
-     * high-speed network here; `auto` then prefers it to tcp for them. */
-    bool (*fast_network)(void);
+     * high-speed network here; `auto` then prefers it to tcp for them.
+     * Called before open, with the device's options already read. */
+    bool (*fast_network)(const xdev_t *dev);
     /* Optional: say on out what this transport finds on this machine
      * (devices, interfaces, providers, limits), for xdev-info. */
     void (*info)(FILE *out);
@@ -290,10 +292,6 @@ int xdev_boot_lookup(xdev_t *dev, int rank, const char *key, char *out, size_t c
 /* Job authentication: a MAC over msg keyed with the job secret. */
 uint64_t xdev_auth_mac(xdev_t *dev, const void *msg, size_t len);
 uint64_t xdev_auth_nonce(void);
-
-/* A byte count from the environment, with an optional k/m/g suffix
- * (powers of 1024). Returns XDEV_OK or XDEV_ERR_INIT. */
-int xdev_parse_size(const char *s, size_t *out);
 
 /* The name of a per-job resource in /dev/shm, "xdev-<job id>-<rank><what>":
  * xdevrun removes what a killed job leaves under its prefix, and a name

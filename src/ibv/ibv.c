@@ -29,23 +29,12 @@
 
 int ibv_debug;
 
-static int env_size(const char *name, size_t dflt, size_t min, size_t max, size_t *out)
-{
-    const char *v = getenv(name);
-    *out = dflt;
-    if (!v || !*v)
-        return XDEV_OK;
-    if (xdev_parse_size(v, out) != XDEV_OK || *out < min || *out > max)
-        return XDEV_ERR_INIT;
-    return XDEV_OK;
-}
-
 static int setup_pool(xdev_tp_t *tp)
 {
-    size_t buf, rx, tx;
-    if (env_size("XDEV_IBV_BUF", DEFAULT_BUF, 1024, 1u << 20, &buf) ||
-        env_size("XDEV_IBV_RX_BUFS", DEFAULT_RX_BUFS, 4, 1u << 16, &rx) ||
-        env_size("XDEV_IBV_TX_BUFS", DEFAULT_TX_BUFS, 1, 1u << 16, &tx))
+    size_t buf = DEFAULT_BUF, rx = DEFAULT_RX_BUFS, tx = DEFAULT_TX_BUFS;
+    if (xdev_opt_size(tp->dev, "XDEV_IBV_BUF", &buf) ||
+        xdev_opt_size(tp->dev, "XDEV_IBV_RX_BUFS", &rx) ||
+        xdev_opt_size(tp->dev, "XDEV_IBV_TX_BUFS", &tx))
         return XDEV_ERR_INIT;
     int npeers = tp->size - 1;
     /* Every peer's credits plus its credit-only messages fit on the SRQ. */
@@ -167,22 +156,24 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
     if (!tp)
         return XDEV_ERR_NOMEM;
     tp->dev = dev;
-    const char *dbg = getenv("XDEV_IBV_DEBUG");
-    ibv_debug = dbg && *dbg && *dbg != '0';
+    bool debug = false, pidfd = true;
+    size_t ka = DEFAULT_KEEPALIVE_MS;
+    int rc_opt = XDEV_OK;
+    if (xdev_opt_flag(dev, "XDEV_IBV_DEBUG", &debug) || xdev_opt_flag(dev, "XDEV_IBV_PIDFD", &pidfd) ||
+        xdev_opt_size(dev, "XDEV_IBV_KEEPALIVE_MS", &ka))
+        rc_opt = XDEV_ERR_INIT;
+    ibv_debug = debug;
     tp->rank = prm->rank;
     tp->size = prm->size;
     tp->eager_limit = prm->eager_limit;
     tp->peer_timeout_ms = prm->peer_timeout_ms;
     tp->scan_ms = 1;
     tp->unsettled = prm->size > 1 ? (unsigned)prm->size - 1 : 0;
-    const char *pf = getenv("XDEV_IBV_PIDFD");
-    tp->use_pidfd = !pf || strcmp(pf, "0");
-    size_t ka;
-    int rc_ka = env_size("XDEV_IBV_KEEPALIVE_MS", DEFAULT_KEEPALIVE_MS, 0, 3600000, &ka);
+    tp->use_pidfd = pidfd;
     tp->keepalive_ms = (unsigned)ka;
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
     tp->peers = calloc((size_t)prm->size, sizeof *tp->peers);
-    int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : rc_ka;
+    int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : rc_opt;
     for (int i = 0; tp->peers && i < prm->size; i++)
         tp->peers[i].pidfd = -1;
     if (prm->size > 1 && rc == XDEV_OK) {
@@ -191,7 +182,7 @@ static int ibv_tp_open(xdev_t *dev, const xdev_tp_params_t *prm, xdev_tp_t **out
         if (prm->peers)
             rc = XDEV_ERR_INIT;
         if (rc == XDEV_OK)
-            rc = ibv_dev_choose(&tp->d);
+            rc = ibv_dev_choose(dev, &tp->d);
         if (rc == XDEV_OK && !(tp->pd = ibv_alloc_pd(tp->d.ctx)))
             rc = XDEV_ERR_SYSTEM;
         if (rc == XDEV_OK)
@@ -291,10 +282,10 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
 }
 
 /* auto sends to other hosts over ibv where this host has an active port. */
-static bool ibv_fast_network(void)
+static bool ibv_fast_network(const xdev_t *dev)
 {
     ibv_device_choice_t d;
-    if (ibv_dev_choose(&d) != XDEV_OK)
+    if (ibv_dev_choose(dev, &d) != XDEV_OK)
         return false;
     ibv_dev_release(&d);
     return true;

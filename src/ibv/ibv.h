@@ -203,7 +203,7 @@ extern int ibv_debug;
     } while (0)
 
 /* ibv_dev.c */
-int ibv_dev_choose(ibv_device_choice_t *out);
+int ibv_dev_choose(const xdev_t *dev, ibv_device_choice_t *out);
 void ibv_dev_release(ibv_device_choice_t *d);
 
 /* ibv_qp.c */

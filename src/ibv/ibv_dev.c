@@ -37,13 +37,13 @@ static int gid_rank(struct ibv_context *ctx, uint8_t port, int i, union ibv_gid 
     return gid_is_ipv4(&e.gid) ? 3 : 2;
 }
 
-static int choose_gid(ibv_device_choice_t *d, const struct ibv_port_attr *pa)
+static int choose_gid(const xdev_t *dev, ibv_device_choice_t *d, const struct ibv_port_attr *pa)
 {
-    const char *env = getenv("XDEV_IBV_GID_INDEX");
-    if (env && *env) {
-        char *end;
-        long i = strtol(env, &end, 10);
-        if (*end || i < 0 || i >= pa->gid_tbl_len || ibv_query_gid(d->ctx, d->port, (int)i, &d->gid))
+    size_t i = SIZE_MAX;
+    if (xdev_opt_size(dev, "XDEV_IBV_GID_INDEX", &i) != XDEV_OK)
+        return XDEV_ERR_INIT;
+    if (i != SIZE_MAX) {
+        if (i >= (size_t)pa->gid_tbl_len || ibv_query_gid(d->ctx, d->port, (int)i, &d->gid))
             return XDEV_ERR_INIT;
         d->gid_index = (int)i;
         return XDEV_OK;
@@ -82,36 +82,30 @@ static int choose_port(ibv_device_choice_t *d, int want, struct ibv_port_attr *p
     return XDEV_ERR_INIT;
 }
 
-int ibv_dev_choose(ibv_device_choice_t *out)
+int ibv_dev_choose(const xdev_t *dev, ibv_device_choice_t *out)
 {
     memset(out, 0, sizeof *out);
-    const char *name = getenv("XDEV_IBV_DEVICE");
-    const char *port_env = getenv("XDEV_IBV_PORT");
-    int want_port = 0;
-    if (port_env && *port_env) {
-        char *end;
-        long v = strtol(port_env, &end, 10);
-        if (*end || v < 1 || v > 255)
-            return XDEV_ERR_INIT;
-        want_port = (int)v;
-    }
+    const char *name = xdev_opt(dev, "XDEV_IBV_DEVICE");
+    size_t want_port = 0; /* any */
+    if (xdev_opt_size(dev, "XDEV_IBV_PORT", &want_port) != XDEV_OK)
+        return XDEV_ERR_INIT;
     int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     if (!list)
         return XDEV_ERR_INIT;
     int rc = XDEV_ERR_INIT;
     for (int i = 0; i < n && rc != XDEV_OK; i++) {
-        if (name && *name && strcmp(ibv_get_device_name(list[i]), name))
+        if (name && strcmp(ibv_get_device_name(list[i]), name))
             continue;
         ibv_device_choice_t d = { .ctx = ibv_open_device(list[i]) };
         struct ibv_port_attr pa;
         if (!d.ctx)
             continue;
-        if (ibv_query_device(d.ctx, &d.attr) == 0 && choose_port(&d, want_port, &pa) == XDEV_OK) {
+        if (ibv_query_device(d.ctx, &d.attr) == 0 && choose_port(&d, (int)want_port, &pa) == XDEV_OK) {
             d.roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
             d.lid = pa.lid;
             d.mtu = pa.active_mtu;
-            rc = choose_gid(&d, &pa);
+            rc = choose_gid(dev, &d, &pa);
         }
         if (rc == XDEV_OK)
             *out = d;
@@ -153,7 +147,7 @@ void ibv_info(FILE *out)
     if (list)
         ibv_free_device_list(list);
     ibv_device_choice_t d;
-    if (ibv_dev_choose(&d) == XDEV_OK) {
+    if (ibv_dev_choose(NULL, &d) == XDEV_OK) {
         fprintf(out, "  xdev would use %s port %d, GID index %d\n", ibv_get_device_name(d.ctx->device),
                 d.port, d.gid_index);
         ibv_dev_release(&d);

@@ -51,13 +51,14 @@ static void dereg_cb(void *ctx, xdev_reg_t *r)
 
 int ibv_rma_init(xdev_tp_t *tp)
 {
-    const char *v = getenv("XDEV_IBV_REGCACHE");
+    size_t max = 0;
     xdev_regcache_params_t prm = {
-        .reg = reg_cb, .dereg = dereg_cb, .ctx = tp,
-        .mode = xdev_regcache_mode_from_env(v),
+        .reg = reg_cb, .dereg = dereg_cb, .ctx = tp, .mode = XDEV_REGCACHE_AUTO,
     };
-    if (prm.mode < 0)
+    if (xdev_opt_choice(tp->dev, "XDEV_IBV_REGCACHE", &prm.mode) != XDEV_OK ||
+        xdev_opt_size(tp->dev, "XDEV_REGCACHE_MAX", &max) != XDEV_OK)
         return XDEV_ERR_INIT;
+    prm.max_entries = (unsigned)max;
     int rc = xdev_regcache_open(&prm, &tp->regcache);
     return rc == XDEV_OK ? ibv_rma_mode_init(tp) : rc;
 }
@@ -224,21 +225,13 @@ int ibv_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 
 static int ibv_rma_mode_init(xdev_tp_t *tp)
 {
-    const char *m = getenv("XDEV_IBV_RNDZ");
-    tp->rndz_force = -1;
-    if (m && *m) {
-        if (!strcmp(m, "write"))
-            tp->rndz_force = XDEV_RNDZ_WRITE;
-        else if (!strcmp(m, "read"))
-            tp->rndz_force = XDEV_RNDZ_READ;
-        else if (!strcmp(m, "send"))
-            tp->rndz_force = XDEV_RNDZ_SEND;
-        else if (strcmp(m, "auto"))
-            return XDEV_ERR_INIT;
-    }
-    const char *r = getenv("XDEV_IBV_READ_MIN");
+    /* In the order of XDEV_IBV_RNDZ's choices. */
+    static const int forced[] = { -1, XDEV_RNDZ_WRITE, XDEV_RNDZ_READ, XDEV_RNDZ_SEND };
+    int choice = 0;
     tp->read_min = SIZE_MAX;
-    if (r && *r && xdev_parse_size(r, &tp->read_min) != XDEV_OK)
+    if (xdev_opt_choice(tp->dev, "XDEV_IBV_RNDZ", &choice) != XDEV_OK ||
+        xdev_opt_size(tp->dev, "XDEV_IBV_READ_MIN", &tp->read_min) != XDEV_OK)
         return XDEV_ERR_INIT;
+    tp->rndz_force = forced[choice];
     return XDEV_OK;
 }

@@ -52,17 +52,6 @@ struct xdev_regcache {
     int thread_running;
 };
 
-int xdev_regcache_mode_from_env(const char *v)
-{
-    if (!v || !*v || !strcmp(v, "auto"))
-        return XDEV_REGCACHE_AUTO;
-    if (!strcmp(v, "off"))
-        return XDEV_REGCACHE_OFF;
-    if (!strcmp(v, "uffd"))
-        return XDEV_REGCACHE_UFFD;
-    return -1;
-}
-
 /* ---- the kernel's side: userfaultfd events ---- */
 
 /* Entries overlapping [start, end) no longer describe the application's
@@ -193,9 +182,6 @@ int xdev_regcache_open(const xdev_regcache_params_t *p, xdev_regcache_t **out)
     c->stop_pipe[0] = c->stop_pipe[1] = -1;
     c->page = (uintptr_t)sysconf(_SC_PAGESIZE);
     c->max = p->max_entries;
-    const char *m = getenv("XDEV_REGCACHE_MAX");
-    if (!c->max && m && *m)
-        c->max = (unsigned)strtoul(m, NULL, 10);
     if (!c->max)
         c->max = DEFAULT_MAX;
     pthread_mutex_init(&c->lock, NULL);

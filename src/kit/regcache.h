@@ -47,6 +47,8 @@ typedef struct xdev_reg {
     struct xdev_reg *next;
 } xdev_reg_t;
 
+/* In the order of the choices of XDEV_REGCACHE and XDEV_IBV_REGCACHE
+ * (vars.c), so that the option's index is the mode. */
 enum { XDEV_REGCACHE_OFF = 0, XDEV_REGCACHE_UFFD = 1, XDEV_REGCACHE_AUTO = 2 };
 
 typedef struct xdev_regcache_params {
@@ -57,13 +59,11 @@ typedef struct xdev_regcache_params {
     void (*dereg)(void *ctx, xdev_reg_t *r);
     void *ctx;
     int mode;           /* XDEV_REGCACHE_* */
-    unsigned max_entries; /* 0: XDEV_REGCACHE_MAX or 64 */
+    unsigned max_entries; /* 0: 64 */
 } xdev_regcache_params_t;
 
 typedef struct xdev_regcache xdev_regcache_t;
 
-/* XDEV_REGCACHE_* from the text of the variable (NULL: auto); -1 if bad. */
-int xdev_regcache_mode_from_env(const char *v);
 int xdev_regcache_open(const xdev_regcache_params_t *p, xdev_regcache_t **out);
 /* The mode in force (auto resolved). */
 int xdev_regcache_mode(const xdev_regcache_t *c);

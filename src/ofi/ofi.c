@@ -240,7 +240,7 @@ static int open_ctxs(xdev_tp_t *tp)
 static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out)
 {
     /* An explicit peer table holds tcp addresses, not endpoint names. */
-    if (params->peers)
+    if (params->peers || xdev_opt_flag(dev, "XDEV_OFI_VERBOSE", &ofi_verbose) != XDEV_OK)
         return XDEV_ERR_INIT;
     xdev_tp_t *tp = calloc(1, sizeof *tp);
     if (!tp)

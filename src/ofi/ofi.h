@@ -199,9 +199,10 @@ struct xdev_tp {
 /* ofi_fabric.c */
 int ofi_fabric_open(xdev_tp_t *tp, const char *job_id);
 void ofi_fabric_close(xdev_tp_t *tp);
-bool ofi_fast_network(void);
+bool ofi_fast_network(const xdev_t *dev);
 void ofi_info(FILE *out);
 const char *ofi_strerror(int rc);
+extern bool ofi_verbose; /* XDEV_OFI_VERBOSE, set by the last open */
 void ofi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ofi_addr.c */

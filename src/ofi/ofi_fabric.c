@@ -28,11 +28,12 @@
  * already use: "tcp;ofi_rxm" is tcp underneath, "udp;ofi_rxd" udp. */
 static const char *const slow_cores[] = { "tcp", "udp", "sockets", "shm", "net" };
 
+bool ofi_verbose;
+
 /* Why open failed, on stderr, only when XDEV_OFI_VERBOSE asks for it. */
 void ofi_say(const char *fmt, ...)
 {
-    const char *v = getenv("XDEV_OFI_VERBOSE");
-    if (!v || !*v || !strcmp(v, "0"))
+    if (!ofi_verbose)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -62,7 +63,8 @@ static bool is_fast(const struct fi_info *fi)
     return true;
 }
 
-static struct fi_info *get_list(bool rma)
+/* prov: XDEV_OFI_PROVIDER, or NULL. */
+static struct fi_info *get_list(const char *prov, bool rma)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL;
     if (!hints)
@@ -74,8 +76,7 @@ static struct fi_info *get_list(bool rma)
     hints->rx_attr->msg_order = FI_ORDER_SAS;
     hints->domain_attr->mr_mode = MR_MODES;
     hints->domain_attr->threading = FI_THREAD_DOMAIN; /* the device lock serialises us */
-    const char *prov = getenv("XDEV_OFI_PROVIDER");
-    if (prov && *prov)
+    if (prov)
         hints->fabric_attr->prov_name = strdup(prov);
     if (fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list) != 0)
         list = NULL;
@@ -85,10 +86,9 @@ static struct fi_info *get_list(bool rma)
 
 /* Named provider: the first offer. Otherwise a fast one if there is any.
  * Offers that cannot gather a frame header and a payload are skipped. */
-static const struct fi_info *pick(const struct fi_info *list)
+static const struct fi_info *pick(const char *prov, const struct fi_info *list)
 {
-    const char *prov = getenv("XDEV_OFI_PROVIDER");
-    bool named = (prov && *prov) || getenv("FI_PROVIDER");
+    bool named = prov || getenv("FI_PROVIDER");
     const struct fi_info *first = NULL;
     for (const struct fi_info *fi = list; fi; fi = fi->next) {
         if (fi->tx_attr->iov_limit < 2)
@@ -111,10 +111,11 @@ static bool same_place(const struct fi_info *a, const struct fi_info *b)
 /* xdev-info: what libfabric offers for xdev's needs, and what xdev picks. */
 void ofi_info(FILE *out)
 {
-    struct fi_info *list = get_list(true);
+    const char *prov = xdev_opt(NULL, "XDEV_OFI_PROVIDER");
+    struct fi_info *list = get_list(prov, true);
     if (!list)
-        list = get_list(false);
-    const struct fi_info *chosen = pick(list);
+        list = get_list(prov, false);
+    const struct fi_info *chosen = pick(prov, list);
     if (!list)
         fprintf(out, "  no provider offers reliable datagrams with FI_MSG here\n");
     for (const struct fi_info *fi = list; fi; fi = fi->next) {
@@ -134,15 +135,12 @@ void ofi_info(FILE *out)
     fi_freeinfo(list);
 }
 
-static bool rma_wanted(void)
-{
-    const char *v = getenv("XDEV_OFI_RMA");
-    return !v || strcmp(v, "off") != 0;
-}
+/* XDEV_OFI_RMA's choices, in order. */
+enum { RMA_READ, RMA_WRITE, RMA_OFF };
 
-bool ofi_fast_network(void)
+bool ofi_fast_network(const xdev_t *dev)
 {
-    struct fi_info *list = get_list(false);
+    struct fi_info *list = get_list(xdev_opt(dev, "XDEV_OFI_PROVIDER"), false);
     bool fast = false;
     for (const struct fi_info *fi = list; fi && !fast; fi = fi->next)
         fast = is_fast(fi) && fi->tx_attr->iov_limit >= 2;
@@ -150,15 +148,12 @@ bool ofi_fast_network(void)
     return fast;
 }
 
-static int rma_mode_of(const struct fi_info *fi)
+static int rma_mode_of(const struct fi_info *fi, int wanted)
 {
-    const char *v = getenv("XDEV_OFI_RMA");
-    if ((fi->caps & RMA_CAPS) != RMA_CAPS || fi->domain_attr->mr_key_size > 8 ||
-        (fi->domain_attr->mr_mode & FI_MR_RAW))
+    if (wanted == RMA_OFF || (fi->caps & RMA_CAPS) != RMA_CAPS ||
+        fi->domain_attr->mr_key_size > 8 || (fi->domain_attr->mr_mode & FI_MR_RAW))
         return XDEV_RNDZ_SEND;
-    if (v && !strcmp(v, "write"))
-        return XDEV_RNDZ_WRITE;
-    return XDEV_RNDZ_READ;
+    return wanted == RMA_WRITE ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
 }
 
 static int open_cq(xdev_tp_t *tp, size_t size)
@@ -192,20 +187,21 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
 
 static int open_fabric(xdev_tp_t *tp, const char *job_id)
 {
-    const char *v = getenv("XDEV_OFI_RMA");
-    if (v && *v && strcmp(v, "off") && strcmp(v, "read") && strcmp(v, "write"))
+    const char *prov = xdev_opt(tp->dev, "XDEV_OFI_PROVIDER");
+    int rma = RMA_READ;
+    if (xdev_opt_choice(tp->dev, "XDEV_OFI_RMA", &rma) != XDEV_OK)
         return XDEV_ERR_INIT;
-    struct fi_info *list = rma_wanted() ? get_list(true) : NULL;
-    if (!list || !pick(list)) {
+    struct fi_info *list = rma != RMA_OFF ? get_list(prov, true) : NULL;
+    if (!list || !pick(prov, list)) {
         fi_freeinfo(list);
-        list = get_list(false);
+        list = get_list(prov, false);
     }
-    const struct fi_info *fi = list ? pick(list) : NULL;
+    const struct fi_info *fi = list ? pick(prov, list) : NULL;
     tp->info = fi ? fi_dupinfo(fi) : NULL;
     fi_freeinfo(list);
     if (!tp->info) {
         ofi_say("fi_getinfo offers no provider with FI_EP_RDM, FI_MSG and FI_ORDER_SAS%s",
-                getenv("XDEV_OFI_PROVIDER") ? " (XDEV_OFI_PROVIDER set)" : "");
+                prov ? " (XDEV_OFI_PROVIDER set)" : "");
         return XDEV_ERR_INIT;
     }
     fi = tp->info;
@@ -213,7 +209,7 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
     tp->local_only = core_is(fi->fabric_attr->prov_name, "shm") ||
                      ((fi->caps & FI_LOCAL_COMM) && !(fi->caps & FI_REMOTE_COMM));
     tp->inject_max = fi->tx_attr->inject_size;
-    tp->rma_mode = rma_wanted() ? rma_mode_of(fi) : XDEV_RNDZ_SEND;
+    tp->rma_mode = rma_mode_of(fi, rma);
     tp->rma_max = fi->ep_attr->max_msg_size < ((size_t)1 << 30) ? fi->ep_attr->max_msg_size
                                                                  : ((size_t)1 << 30);
     struct fi_av_attr av_attr = { .type = fi->domain_attr->av_type, .count = (size_t)tp->size };

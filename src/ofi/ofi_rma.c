@@ -64,10 +64,14 @@ int ofi_regcache_open(xdev_tp_t *tp)
 {
     if (tp->rma_mode == XDEV_RNDZ_SEND && !(tp->mr_mode & FI_MR_LOCAL))
         return XDEV_OK; /* nothing of the user's is ever registered */
-    int mode = xdev_regcache_mode_from_env(getenv("XDEV_REGCACHE"));
-    if (mode < 0)
+    size_t max = 0;
+    xdev_regcache_params_t p = {
+        .reg = reg_user, .dereg = dereg_user, .ctx = tp, .mode = XDEV_REGCACHE_AUTO,
+    };
+    if (xdev_opt_choice(tp->dev, "XDEV_REGCACHE", &p.mode) != XDEV_OK ||
+        xdev_opt_size(tp->dev, "XDEV_REGCACHE_MAX", &max) != XDEV_OK)
         return XDEV_ERR_INIT;
-    xdev_regcache_params_t p = { .reg = reg_user, .dereg = dereg_user, .ctx = tp, .mode = mode };
+    p.max_entries = (unsigned)max;
     return xdev_regcache_open(&p, &tp->regcache);
 }
 

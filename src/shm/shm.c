@@ -39,16 +39,6 @@
  * its data to move. */
 #define CMA_MIN_DEFAULT ((size_t)16 << 20)
 
-/* xdev_parse_size, plus "never" for SIZE_MAX. */
-static int parse_bytes(const char *s, size_t *out)
-{
-    if (!strcmp(s, "never")) {
-        *out = SIZE_MAX;
-        return XDEV_OK;
-    }
-    return xdev_parse_size(s, out);
-}
-
 /* Rings in one segment share a budget, so that a host full of ranks does
  * not fill /dev/shm: a ring is only touched (and its pages allocated) by
  * traffic, but all-to-all traffic touches every ring. */
@@ -61,28 +51,22 @@ static size_t ring_bytes_for(int npeers)
     return r;
 }
 
-static int read_env(xdev_tp_t *tp, size_t *ring)
+static int read_options(xdev_tp_t *tp, size_t *ring)
 {
-    const char *v;
-    *ring = ring_bytes_for(tp->npeers);
+    size_t asked = 0;
+    int push = 0;
     tp->cma_min = CMA_MIN_DEFAULT;
-    if ((v = getenv("XDEV_SHM_RING")) && *v) {
-        size_t n;
-        if (parse_bytes(v, &n) != XDEV_OK || n < 4096 || n > ((size_t)1 << 30))
-            return XDEV_ERR_INIT;
+    if (xdev_opt_size(tp->dev, "XDEV_SHM_RING", &asked) != XDEV_OK ||
+        xdev_opt_size(tp->dev, "XDEV_SHM_CMA_MIN", &tp->cma_min) != XDEV_OK ||
+        xdev_opt_choice(tp->dev, "XDEV_SHM_CMA_MODE", &push) != XDEV_OK)
+        return XDEV_ERR_INIT;
+    *ring = ring_bytes_for(tp->npeers);
+    if (asked) { /* a power of two, the largest that fits */
         *ring = 4096;
-        while (*ring * 2 <= n)
+        while (*ring * 2 <= asked)
             *ring *= 2;
     }
-    if ((v = getenv("XDEV_SHM_CMA_MIN")) && *v && parse_bytes(v, &tp->cma_min) != XDEV_OK)
-        return XDEV_ERR_INIT;
-    tp->cma_mode = XDEV_RNDZ_READ;
-    if ((v = getenv("XDEV_SHM_CMA_MODE")) && *v) {
-        if (!strcmp(v, "write"))
-            tp->cma_mode = XDEV_RNDZ_WRITE;
-        else if (strcmp(v, "read"))
-            return XDEV_ERR_INIT;
-    }
+    tp->cma_mode = push ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
     return XDEV_OK;
 }
 
@@ -302,7 +286,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     }
     size_t ring = 0;
     if (rc == XDEV_OK)
-        rc = read_env(tp, &ring);
+        rc = read_options(tp, &ring);
     if (rc == XDEV_OK && tp->npeers) {
         rc = xdev_job_name(tp->own_name, sizeof tp->own_name, params->job_id, params->rank, "");
         if (rc == XDEV_OK)

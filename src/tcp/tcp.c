@@ -157,11 +157,11 @@ static void tcp_info(FILE *out)
                 a->ifa_flags & IFF_LOOPBACK ? ", loopback" : "");
     }
     freeifaddrs(list);
-    const char *addr = getenv("XDEV_TCP_ADDR");
+    const char *addr = xdev_opt(NULL, "XDEV_TCP_ADDR");
     char routable[INET6_ADDRSTRLEN];
     fprintf(out, "  ranks listen on %s (XDEV_TCP_ADDR) unless given a peer table",
-            addr && *addr ? addr : "127.0.0.1");
-    if (!(addr && *addr) && routable_addr(routable, sizeof routable))
+            addr ? addr : "127.0.0.1");
+    if (!addr && routable_addr(routable, sizeof routable))
         fprintf(out, "; under mpirun or srun on %s", routable);
     fprintf(out, "\n");
 }
@@ -229,16 +229,16 @@ static int tcp_listen(xdev_tp_t *tp, const xdev_tp_params_t *p)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    const char *env = getenv("XDEV_TCP_ADDR");
+    const char *env = xdev_opt(tp->dev, "XDEV_TCP_ADDR");
     char want[300], routable[INET6_ADDRSTRLEN];
-    if ((!env || !*env) && p->many_hosts && routable_addr(routable, sizeof routable))
+    if (!env && p->many_hosts && routable_addr(routable, sizeof routable))
         env = routable;
     if (p->peers)
         snprintf(want, sizeof want, "%s", p->peers[p->rank]);
     else if (env && strchr(env, ':') && env[0] != '[' && strchr(env, ':') != strrchr(env, ':'))
         snprintf(want, sizeof want, "[%s]:0", env); /* bare IPv6 address */
     else
-        snprintf(want, sizeof want, "%s:0", env && *env ? env : "127.0.0.1");
+        snprintf(want, sizeof want, "%s:0", env ? env : "127.0.0.1");
     if (tcp_parse_addr(want, &ss, &len) != XDEV_OK)
         return XDEV_ERR_INIT;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -13,6 +13,7 @@
  * config_validate passes keeps every rule xdev_init relies on.
  */
 #include "device.h"
+#include "options.h"
 #include "fuzz_check.h"
 
 static const char *const vars[] = {

@@ -2,7 +2,8 @@
 # xdev_info.sh XDEV_INFO SOURCE_DIR TRANSPORT...
 #
 # xdev-info names every XDEV_* variable that libxdev's sources and xdevrun
-# read (every "XDEV_..." string in src/ outside libxdev_coll), shows a
+# read (every "XDEV_..." string in src/ outside libxdev_coll), prints the
+# README's Environment table (--markdown) exactly as the README has it, shows a
 # variable's current value beside its default, flags an XDEV_* variable
 # nothing reads, and has a section for each transport built, saying what
 # that transport finds.
@@ -31,5 +32,13 @@ for t in "$@"; do
 done
 grep -q "^transports built: $*\$" <<<"$out" || say "transports built: line does not list: $*"
 [ "$("$info" -v)" = "$(sed -n "s/^xdev \(.*\)/\1/p" <<<"$out")" ] || say "-v and the first line disagree"
+
+# The README's Environment table is the tool's --markdown output, verbatim.
+readme=$(awk '/^## Environment$/ { env = 1 } env && /^\| variable \|/ { on = 1 }
+              on && /^\|/ { print; next } on { exit }' "$src/README.md")
+table=$("$info" --markdown)
+[ -n "$readme" ] || say "no variable table under the README's Environment heading"
+[ "$readme" = "$table" ] || { say "README's Environment table differs from xdev-info --markdown:";
+                              diff <(echo "$readme") <(echo "$table") | head -20; }
 [ $fail -eq 0 ] && echo "xdev-info: PASS ($(wc -w <<<"$names") variables)"
 exit $fail
