@@ -35,9 +35,9 @@ for _sig in _signal.valid_signals():
             _signal.signal(_sig, _handler)
     except (OSError, ValueError, RuntimeError):  # SIGKILL and the like; not the main thread
         pass
-from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_PEER, ERR_TRUNCATE, PEER_ALIVE,
-                    PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request, Status,
-                    TruncationError, version)
+from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_INIT, ERR_PEER, ERR_TRUNCATE,
+                    PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request,
+                    Status, TruncationError, version)
 
 __all__ = ["Device", "Request", "Message", "Status", "Error", "TruncationError", "PeerError",
            "ANY_SOURCE", "ANY_TAG", "PEER_UNKNOWN", "PEER_ALIVE", "PEER_DEAD", "version"]
@@ -58,10 +58,22 @@ def _close_all():
 
 
 class Device(_xdev.Device):
-    """This rank's endpoint; a context manager that finalizes on exit."""
+    """This rank's endpoint; a context manager that finalizes on exit.
 
-    def __init__(self):
-        super().__init__()
+    Device(options=None) joins the job the launcher's environment describes.
+    options: transport options for this device alone, a mapping of the
+    variable's name to its value, e.g. {"XDEV_SHM_RING": "4m",
+    "XDEV_OFI_PROVIDER": "tcp;ofi_rxm"}: the variables the README's
+    Environment table marks "(option)". A value is a str, or an int (written
+    in decimal; True and False as 1 and 0). Each one given overrides the
+    environment's variable; the others still come from the environment,
+    which is never changed. A name that is not an option, or a value the
+    option refuses, raises ValueError and starts nothing; a bad value in
+    the environment raises Error (code ERR_INIT) when its transport opens.
+    """
+
+    def __init__(self, *, options=None):
+        super().__init__(options=options)
         _open_devices.add(self)
         self._loop_reader = None
         self._awaited = {}

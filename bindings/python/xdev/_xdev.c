@@ -662,20 +662,119 @@ static PyObject *dev_close(DeviceObject *d, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* options: a mapping of option name -> value (str, or int written in
+ * decimal) made into NULL-terminated "NAME=value" strings in one malloc'd
+ * block (the pointers, then the text); *out NULL when there are none.
+ * 0, or -1 with an exception set. */
+static int options_build(PyObject *options, char ***out)
+{
+    *out = NULL;
+    if (!options || options == Py_None)
+        return 0;
+    PyObject *items = PyMapping_Items(options); /* what has .items() */
+    if (!items) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "xdev: options must be a mapping of str to str, "
+                                          "not %.100s", Py_TYPE(options)->tp_name);
+        }
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject **text = n ? PyMem_Calloc((size_t)n * 2, sizeof *text) : NULL;
+    size_t bytes = (size_t)(n + 1) * sizeof(char *);
+    int rc = n && !text ? (PyErr_NoMemory(), -1) : 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *name, *value;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            rc = (PyErr_SetString(PyExc_TypeError, "xdev: options' items must be pairs"), -1);
+            break;
+        }
+        name = PyTuple_GET_ITEM(item, 0);
+        value = PyTuple_GET_ITEM(item, 1);
+        if (!PyUnicode_Check(name)) {
+            rc = (PyErr_Format(PyExc_TypeError, "xdev: an option's name is a str, not %.100s",
+                               Py_TYPE(name)->tp_name), -1);
+            break;
+        }
+        if (PyLong_Check(value)) { /* in decimal; True and False as 1 and 0 */
+            PyObject *x = PyNumber_Long(value);
+            value = x ? PyObject_Str(x) : NULL;
+            Py_XDECREF(x);
+        } else if (PyUnicode_Check(value)) {
+            Py_INCREF(value);
+        } else {
+            rc = (PyErr_Format(PyExc_TypeError, "xdev: option %R: the value is a str or an int, "
+                               "not %.100s", name, Py_TYPE(value)->tp_name), -1);
+            break;
+        }
+        text[2 * i] = Py_NewRef(name);
+        text[2 * i + 1] = value;
+        Py_ssize_t nlen, vlen;
+        const char *ns = value ? PyUnicode_AsUTF8AndSize(name, &nlen) : NULL;
+        const char *vs = ns ? PyUnicode_AsUTF8AndSize(value, &vlen) : NULL;
+        if (!vs)
+            rc = -1;
+        else if (nlen == 0 || strchr(ns, '=') || strlen(ns) != (size_t)nlen ||
+                 strlen(vs) != (size_t)vlen)
+            rc = (PyErr_Format(PyExc_ValueError, "xdev: option %R: a name is not empty and has "
+                               "no '='; a name or value has no NUL", name), -1);
+        else
+            bytes += (size_t)nlen + (size_t)vlen + 2;
+    }
+    char **list = rc == 0 && n ? PyMem_Malloc(bytes) : NULL;
+    if (rc == 0 && n && !list)
+        rc = (PyErr_NoMemory(), -1);
+    if (list) {
+        char *p = (char *)(list + n + 1);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            list[i] = p;
+            p += sprintf(p, "%s=%s", PyUnicode_AsUTF8(text[2 * i]),
+                         PyUnicode_AsUTF8(text[2 * i + 1])) + 1;
+        }
+        list[n] = NULL;
+    }
+    for (Py_ssize_t i = 0; text && i < 2 * n; i++)
+        Py_XDECREF(text[i]);
+    PyMem_Free(text);
+    Py_DECREF(items);
+    *out = list;
+    return rc;
+}
+
 static int dev_init(DeviceObject *d, PyObject *args, PyObject *kw)
 {
-    if (!PyArg_ParseTuple(args, "") || (kw && PyDict_Size(kw)))
-        return PyErr_SetString(PyExc_TypeError, "Device() takes no arguments: it reads the "
-                                                "launcher's environment"), -1;
+    static char *kwlist[] = { "options", NULL };
+    PyObject *options = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O:Device", kwlist, &options))
+        return -1;
     if (d->dev)
         return 0;
+    char **list;
+    if (options_build(options, &list) < 0)
+        return -1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = xdev_init(NULL, &d->dev);
+    if (list) { /* xdev_init copies the options: the strings go after */
+        xdev_config_t cfg;
+        rc = xdev_config_init(&cfg);
+        if (rc == XDEV_OK) {
+            cfg.options = (const char *const *)list;
+            rc = xdev_init(&cfg, &d->dev);
+        }
+    } else {
+        rc = xdev_init(NULL, &d->dev);
+    }
     Py_END_ALLOW_THREADS
+    bool given = list != NULL;
+    PyMem_Free(list);
     if (rc != XDEV_OK) {
         d->dev = NULL;
-        raise_code(rc, NULL);
+        if (rc == XDEV_ERR_ARG && given)
+            PyErr_Format(PyExc_ValueError, "xdev: %s (in options, a name that is not a transport "
+                         "option, or a value the option refuses)", xdev_strerror(rc));
+        else
+            raise_code(rc, NULL);
         return -1;
     }
     return 0;
@@ -769,7 +868,9 @@ static PyTypeObject DeviceType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "xdev.Device",
     .tp_basicsize = sizeof(DeviceObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "A device: this rank's endpoint in the job its launcher started.",
+    .tp_doc = "Device(*, options=None): this rank's endpoint in the job its launcher started.\n"
+              "options: {name: value} of transport options (XDEV_SHM_RING, ...), over the "
+              "environment's.",
     .tp_new = dev_new,
     .tp_init = (initproc)dev_init,
     .tp_dealloc = (destructor)dev_dealloc,
@@ -1033,7 +1134,8 @@ PyMODINIT_FUNC PyInit__xdev(void)
         PyModule_AddIntConstant(m, "PEER_DEAD", XDEV_PEER_DEAD) < 0 ||
         PyModule_AddIntConstant(m, "ERR_TRUNCATE", XDEV_ERR_TRUNCATE) < 0 ||
         PyModule_AddIntConstant(m, "ERR_PEER", XDEV_ERR_PEER) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_CANCELED", XDEV_ERR_CANCELED) < 0) {
+        PyModule_AddIntConstant(m, "ERR_CANCELED", XDEV_ERR_CANCELED) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_INIT", XDEV_ERR_INIT) < 0) {
         Py_DECREF(m);
         return NULL;
     }
