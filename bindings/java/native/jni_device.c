@@ -23,6 +23,14 @@ enum {
     SET_PEER_TIMEOUT = 1 << 7,
     SET_FINALIZE_TIMEOUT = 1 << 8,
     SET_FLAGS = 1 << 9,
+    SET_OPTIONS = 1 << 10,
+};
+
+/* A String[] as a NULL-terminated char *[], for xdev_config_t's lists. */
+struct utf_array {
+    jobjectArray array;
+    int n;
+    const char **utf;
 };
 
 /* The UTF-8 copies of a config's strings, released after xdev_init (which
@@ -30,14 +38,24 @@ enum {
 struct config_strings {
     jstring transport, secret;
     const char *transport_utf, *secret_utf;
-    jobjectArray peers;
-    int npeers;
-    const char **peer_utf;
+    struct utf_array peers, options;
 };
 
 static const char *utf(JNIEnv *env, jstring s)
 {
     return s ? (*env)->GetStringUTFChars(env, s, NULL) : NULL;
+}
+
+static void release_array(JNIEnv *env, struct utf_array *a)
+{
+    for (int i = 0; a->utf && i < a->n; i++) {
+        if (!a->utf[i])
+            continue;
+        jstring s = (*env)->GetObjectArrayElement(env, a->array, i);
+        (*env)->ReleaseStringUTFChars(env, s, a->utf[i]);
+        (*env)->DeleteLocalRef(env, s);
+    }
+    free(a->utf);
 }
 
 static void release_strings(JNIEnv *env, struct config_strings *cs)
@@ -46,28 +64,22 @@ static void release_strings(JNIEnv *env, struct config_strings *cs)
         (*env)->ReleaseStringUTFChars(env, cs->transport, cs->transport_utf);
     if (cs->secret_utf)
         (*env)->ReleaseStringUTFChars(env, cs->secret, cs->secret_utf);
-    for (int i = 0; cs->peer_utf && i < cs->npeers; i++) {
-        if (!cs->peer_utf[i])
-            continue;
-        jstring p = (*env)->GetObjectArrayElement(env, cs->peers, i);
-        (*env)->ReleaseStringUTFChars(env, p, cs->peer_utf[i]);
-        (*env)->DeleteLocalRef(env, p);
-    }
-    free(cs->peer_utf);
+    release_array(env, &cs->peers);
+    release_array(env, &cs->options);
 }
 
-/* Java has checked that peers has no null element. */
-static int peer_table(JNIEnv *env, struct config_strings *cs)
+/* Java has checked that the array has no null element. */
+static int utf_array(JNIEnv *env, struct utf_array *a)
 {
-    cs->npeers = (*env)->GetArrayLength(env, cs->peers);
-    cs->peer_utf = calloc((size_t)cs->npeers + 1, sizeof *cs->peer_utf);
-    if (!cs->peer_utf)
+    a->n = (*env)->GetArrayLength(env, a->array);
+    a->utf = calloc((size_t)a->n + 1, sizeof *a->utf);
+    if (!a->utf)
         return XDEV_ERR_NOMEM;
-    for (int i = 0; i < cs->npeers; i++) {
-        jstring p = (*env)->GetObjectArrayElement(env, cs->peers, i);
-        cs->peer_utf[i] = utf(env, p);
-        (*env)->DeleteLocalRef(env, p);
-        if (!cs->peer_utf[i])
+    for (int i = 0; i < a->n; i++) {
+        jstring s = (*env)->GetObjectArrayElement(env, a->array, i);
+        a->utf[i] = utf(env, s);
+        (*env)->DeleteLocalRef(env, s);
+        if (!a->utf[i])
             return XDEV_ERR_NOMEM;
     }
     return XDEV_OK;
@@ -76,7 +88,8 @@ static int peer_table(JNIEnv *env, struct config_strings *cs)
 /* Returns the device's address, or a negative XDEV_ERR code. */
 static jlong jni_init(JNIEnv *env, jclass cls, jboolean from_config, jint set, jint rank, jint size,
                       jobjectArray peers, jstring transport, jstring secret, jlong eager,
-                      jlong unexpected, jint peer_timeout, jint finalize_timeout, jint flags)
+                      jlong unexpected, jint peer_timeout, jint finalize_timeout, jint flags,
+                      jobjectArray options)
 {
     (void)cls;
     xdev_t *dev = NULL;
@@ -88,7 +101,8 @@ static jlong jni_init(JNIEnv *env, jclass cls, jboolean from_config, jint set, j
     int rc = xdev_config_init(&cfg);
     if (rc != XDEV_OK)
         return rc;
-    struct config_strings cs = { .transport = transport, .secret = secret, .peers = peers };
+    struct config_strings cs = { .transport = transport, .secret = secret,
+                                 .peers = { .array = peers }, .options = { .array = options } };
     if (set & SET_RANK)
         cfg.rank = rank;
     if (set & SET_SIZE)
@@ -97,8 +111,10 @@ static jlong jni_init(JNIEnv *env, jclass cls, jboolean from_config, jint set, j
         rc = XDEV_ERR_NOMEM;
     if ((set & SET_SECRET) && !(cfg.job_secret = cs.secret_utf = utf(env, secret)))
         rc = XDEV_ERR_NOMEM;
-    if (rc == XDEV_OK && (set & SET_PEERS) && (rc = peer_table(env, &cs)) == XDEV_OK)
-        cfg.peers = cs.peer_utf;
+    if (rc == XDEV_OK && (set & SET_PEERS) && (rc = utf_array(env, &cs.peers)) == XDEV_OK)
+        cfg.peers = cs.peers.utf;
+    if (rc == XDEV_OK && (set & SET_OPTIONS) && (rc = utf_array(env, &cs.options)) == XDEV_OK)
+        cfg.options = cs.options.utf;
     if (set & SET_EAGER)
         cfg.eager_limit = (size_t)eager;
     if (set & SET_UNEXPECTED)
@@ -109,7 +125,7 @@ static jlong jni_init(JNIEnv *env, jclass cls, jboolean from_config, jint set, j
         cfg.finalize_timeout_ms = finalize_timeout;
     if (set & SET_FLAGS)
         cfg.flags = (unsigned)flags;
-    if (rc == XDEV_OK && (set & SET_PEERS) && cs.npeers != cfg.size)
+    if (rc == XDEV_OK && (set & SET_PEERS) && cs.peers.n != cfg.size)
         rc = XDEV_ERR_ARG; /* xdev reads size entries */
     if (rc == XDEV_OK)
         rc = xdev_init(&cfg, &dev);
@@ -246,7 +262,8 @@ static jlong jni_address(JNIEnv *env, jclass cls, jobject buf)
 }
 
 static const JNINativeMethod methods[] = {
-    { "init", "(ZIII[Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;JJIII)J",
+    { "init",
+      "(ZIII[Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;JJIII[Ljava/lang/String;)J",
       (void *)jni_init },
     { "finalizeDevice", "(J)I", (void *)jni_finalize },
     { "rank", "(J)I", (void *)jni_rank },

@@ -1,5 +1,7 @@
 package org.xdev;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -17,13 +19,15 @@ public final class Config {
 
     /* Bits of `set`, as jni_device.c's SET_*. */
     private static final int RANK = 1, SIZE = 2, PEERS = 4, TRANSPORT = 8, SECRET = 16,
-            EAGER = 32, UNEXPECTED = 64, PEER_TIMEOUT = 128, FINALIZE_TIMEOUT = 256, FLAGS = 512;
+            EAGER = 32, UNEXPECTED = 64, PEER_TIMEOUT = 128, FINALIZE_TIMEOUT = 256, FLAGS = 512,
+            OPTIONS = 1024;
 
     private int set;
     private int rank, size, peerTimeoutMs, finalizeTimeoutMs, flags;
     private String[] peers;
     private String transport, jobSecret;
     private long eagerLimit, unexpectedLimit;
+    private final List<String> options = new ArrayList<>();
 
     public Config rank(int rank) { this.rank = rank; set |= RANK; return this; }
 
@@ -65,9 +69,25 @@ public final class Config {
     /** SINGLE_THREAD, PROGRESS_THREAD and WILDCARD_FAILS, or'ed. */
     public Config flags(int flags) { this.flags = flags; set |= FLAGS; return this; }
 
+    /**
+     * A transport option for this device alone, over the environment's
+     * variable of that name: one the README's Environment table marks as
+     * an option, such as option("XDEV_SHM_RING", "4m"). Checked by
+     * {@link Device#init(Config)}, which throws XdevException ARG for a
+     * name that is not an option or a value it refuses. Given twice, the
+     * last value holds.
+     */
+    public Config option(String name, String value) {
+        options.add(Objects.requireNonNull(name, "option name") + "="
+                + Objects.requireNonNull(value, "option value"));
+        set |= OPTIONS;
+        return this;
+    }
+
     /** xdev_init with this configuration: the device's address, or an error code. */
     long start() {
         return Native.init(true, set, rank, size, peers, transport, jobSecret, eagerLimit,
-                unexpectedLimit, peerTimeoutMs, finalizeTimeoutMs, flags);
+                unexpectedLimit, peerTimeoutMs, finalizeTimeoutMs, flags,
+                options.toArray(new String[0]));
     }
 }

@@ -49,7 +49,7 @@ public final class Device implements AutoCloseable {
 
     /** Starts a device from the environment the launcher (xdevrun) sets. */
     public static Device init() {
-        return open(Native.init(false, 0, 0, 0, null, null, null, 0, 0, 0, 0, 0));
+        return open(Native.init(false, 0, 0, 0, null, null, null, 0, 0, 0, 0, 0, null));
     }
 
     /** Starts a device from the environment, overridden by what config sets. */

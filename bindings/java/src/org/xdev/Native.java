@@ -29,7 +29,7 @@ final class Native {
     static native long init(boolean fromConfig, int set, int rank, int size, String[] peers,
                             String transport, String jobSecret, long eagerLimit,
                             long unexpectedLimit, int peerTimeoutMs, int finalizeTimeoutMs,
-                            int flags);
+                            int flags, String[] options);
     static native int finalizeDevice(long dev);
     static native int rank(long dev);
     static native int size(long dev);
