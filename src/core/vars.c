@@ -28,8 +28,8 @@ const xdev_var_t xdev_vars[] = {
     { "XDEV_TIMEOUT", "xdevrun", false, XDEV_VAR_TEXT, NULL, 0, 0, "none",
       "default for xdevrun's --timeout, in seconds" },
     { "XDEV_TRANSPORT", "core", false, XDEV_VAR_CHOICE, "auto|shm|tcp|ofi|ibv", 0, 0, "auto",
-      "auto: shm on this host; to others ibv where an RDMA port is active, else a "
-      "high-speed ofi provider, else tcp" },
+      "auto: shm on this host; to others ibv where an RDMA adapter (not rxe, siw) is "
+      "active, else a high-speed ofi provider, else tcp" },
     { "XDEV_HOST_ID", "core", false, XDEV_VAR_TEXT, NULL, 0, 0, "boot id + namespaces",
       "which host this rank is on, for auto" },
     { "XDEV_EAGER_LIMIT", "core", false, XDEV_VAR_SIZE, NULL, 0, GIB, "64k",

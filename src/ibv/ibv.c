@@ -281,14 +281,22 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
     }
 }
 
-/* auto sends to other hosts over ibv where this host has an active port. */
+/* The vendor ids the kernel's software RDMA drivers report: rxe's and
+ * siw's ("bmt"). They run over the host's ordinary network stack, where
+ * tcp is as fast and needs no setup. */
+#define SOFT_RXE_VENDOR 0xffffff
+#define SOFT_SIW_VENDOR 0x626d74
+
+/* auto sends to other hosts over ibv where this host has an active port
+ * on an RDMA adapter (not a software emulation of one). */
 static bool ibv_fast_network(const xdev_t *dev)
 {
     ibv_device_choice_t d;
     if (ibv_dev_choose(dev, &d) != XDEV_OK)
         return false;
+    bool hardware = d.attr.vendor_id != SOFT_RXE_VENDOR && d.attr.vendor_id != SOFT_SIW_VENDOR;
     ibv_dev_release(&d);
-    return true;
+    return hardware;
 }
 
 static int ibv_tp_wait_fd(xdev_tp_t *tp)
