@@ -53,3 +53,17 @@ void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
     for (int i = 0; i < n; i++)
         f[i] = xdev_get_le64(in + 8 * i);
 }
+
+long xdev_wire_decode_head(const uint8_t *in, size_t have, xdev_head_t *h)
+{
+    if (have < XDEV_HDR_BYTES)
+        return 0;
+    xdev_wire_decode_hdr(in, &h->hdr);
+    size_t len = xdev_wire_head_len(h->hdr.type);
+    if (!len)
+        return -1;
+    if (have < len)
+        return 0;
+    xdev_wire_decode_fields(in + XDEV_HDR_BYTES, &h->hdr, h->f);
+    return (long)len;
+}

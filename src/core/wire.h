@@ -71,6 +71,14 @@ void xdev_wire_decode_hdr(const uint8_t in[XDEV_HDR_BYTES], xdev_hdr_t *hdr);
 void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
                              uint64_t f[XDEV_MAX_FIELDS]);
 
+/* The head (header and fields) at in, of which `have` bytes are in
+ * memory, decoded into h: every transport's first step with an arriving
+ * message. Returns the head's length; 0 when more bytes are needed to
+ * know (a stream reader waits for them; a transport whose records hold a
+ * whole head treats it as a broken record); -1 when the bytes cannot be
+ * a head (an unknown type). */
+long xdev_wire_decode_head(const uint8_t *in, size_t have, xdev_head_t *h);
+
 static inline void xdev_put_le32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;

@@ -102,16 +102,14 @@ static uint32_t begin_message(xdev_tp_t *tp, int peer, const uint8_t *d, uint32_
 {
     ibv_peer_t *p = &tp->peers[peer];
     xdev_rx_t *rx = &p->rx;
-    if (len < IBV_PREFIX + XDEV_HDR_BYTES)
+    if (len < IBV_PREFIX)
         return 0;
     uint64_t total = xdev_get_le64(d);
-    xdev_wire_decode_hdr(d + IBV_PREFIX, &rx->head.hdr);
-    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
-    if (!head_len || total < head_len || len < IBV_PREFIX + head_len ||
-        len - IBV_PREFIX > total)
+    /* A buffer holds a whole head: one cut short is as broken as a bad one. */
+    long head_len = xdev_wire_decode_head(d + IBV_PREFIX, len - IBV_PREFIX, &rx->head);
+    if (head_len <= 0 || total < (uint64_t)head_len || len - IBV_PREFIX > total)
         return 0;
-    xdev_wire_decode_fields(d + IBV_PREFIX + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
-    rx->len = (size_t)(total - head_len);
+    rx->len = (size_t)(total - (uint64_t)head_len);
     p->rx_got = 0;
     *rc = xdev_core_rx_begin(tp->dev, peer, p, rx);
     return (uint32_t)(IBV_PREFIX + head_len);

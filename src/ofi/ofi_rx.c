@@ -144,17 +144,15 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     uint8_t kind = b->data[0];
     size_t hdr = kind == K_FIRST ? OFI_FIRST_HDR : OFI_HDR;
     xdev_rx_t *rx = &p->rx;
-    if ((kind != K_WHOLE && kind != K_FIRST) || b->len < hdr + XDEV_HDR_BYTES) {
+    /* A buffer holds a whole head: one cut short is as broken as a bad one. */
+    long head = (kind == K_WHOLE || kind == K_FIRST) && b->len >= hdr
+                    ? xdev_wire_decode_head(b->data + hdr, b->len - hdr, &rx->head)
+                    : -1;
+    if (head <= 0) {
         ofi_peer_fail(tp, p);
         return false;
     }
-    xdev_wire_decode_hdr(b->data + hdr, &rx->head.hdr);
-    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
-    if (!head_len || b->len < hdr + head_len) {
-        ofi_peer_fail(tp, p);
-        return false;
-    }
-    xdev_wire_decode_fields(b->data + hdr + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
+    size_t head_len = (size_t)head;
     size_t here = b->len - hdr - head_len;
     uint64_t len = kind == K_FIRST ? xdev_get_le64(b->data + OFI_HDR) : here;
     if (here > len || (kind == K_FIRST && len > SIZE_MAX)) {

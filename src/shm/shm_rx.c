@@ -46,15 +46,16 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     size_t body = (size_t)(ctrl & SHM_REC_BYTES);
     const uint8_t *b = shm_rx_body(&p->rx);
     xdev_rx_t *rx = &p->rxm;
-    if (!(ctrl & SHM_REC_START) || body < 8 + XDEV_HDR_BYTES) {
-        shm_peer_fail(tp, p);
-        return false;
-    }
-    uint64_t len;
-    memcpy(&len, b, 8);
-    xdev_wire_decode_hdr(b + 8, &rx->head.hdr);
-    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
-    if (!head_len || body < 8 + head_len || body - 8 - head_len > len) {
+    /* A start record holds a whole head: one cut short is as broken as a
+     * bad one. */
+    long head = (ctrl & SHM_REC_START) && body >= 8
+                    ? xdev_wire_decode_head(b + 8, body - 8, &rx->head)
+                    : -1;
+    uint64_t len = 0;
+    if (head > 0)
+        memcpy(&len, b, 8);
+    size_t head_len = head > 0 ? (size_t)head : 0;
+    if (head <= 0 || body - 8 - head_len > len) {
         shm_peer_fail(tp, p);
         return false;
     }
@@ -77,7 +78,6 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         shm_rx_release(&p->rx, ctrl);
         return true;
     }
-    xdev_wire_decode_fields(b + 8 + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
     p->rx_got = 0;

@@ -196,21 +196,19 @@ static bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
 {
     size_t have = c->stage_end - c->stage_pos;
     const uint8_t *s = c->stage + c->stage_pos;
-    if (have < TCP_PREFIX + XDEV_HDR_BYTES)
+    if (have < TCP_PREFIX)
         return false;
     uint64_t frame = xdev_get_le64(s);
     xdev_rx_t *rx = &c->rx;
-    xdev_wire_decode_hdr(s + TCP_PREFIX, &rx->head.hdr);
-    size_t head_len = xdev_wire_head_len(rx->head.hdr.type);
-    if (!head_len || frame < head_len || frame > MAX_FRAME) {
+    long head_len = xdev_wire_decode_head(s + TCP_PREFIX, have - TCP_PREFIX, &rx->head);
+    if (head_len < 0 || (head_len > 0 && (frame < (uint64_t)head_len || frame > MAX_FRAME))) {
         *lost = true;
         return false;
     }
-    if (have < TCP_PREFIX + head_len)
-        return false;
-    xdev_wire_decode_fields(s + TCP_PREFIX + XDEV_HDR_BYTES, &rx->head.hdr, rx->head.f);
-    rx->len = (size_t)(frame - head_len);
-    c->stage_pos += TCP_PREFIX + head_len;
+    if (!head_len)
+        return false; /* the rest of the head is still on its way */
+    rx->len = (size_t)(frame - (uint64_t)head_len);
+    c->stage_pos += TCP_PREFIX + (size_t)head_len;
     c->rx_got = 0;
     int rc = xdev_core_rx_begin(tp->dev, c->peer, c, rx);
     if (rc < 0) {

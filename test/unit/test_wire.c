@@ -68,12 +68,32 @@ static void test_types(void)
     CHECK(xdev_wire_head_len(0xffffffffu) == 0);
 }
 
+/* A transport's first step: the whole head, or "more bytes", or "broken". */
+static void test_decode_head(void)
+{
+    xdev_head_t h = { .hdr = { .src = 1, .dst = 2, .tag = 3, .ctx = 4,
+                               .type = XDEV_MSG_RNDZ_START },
+                      .f = { 9, 8, 7, 6, 5 } };
+    uint8_t out[XDEV_HEAD_MAX];
+    size_t len = xdev_wire_encode(&h, out);
+    xdev_head_t back;
+    CHECK(xdev_wire_decode_head(out, len, &back) == (long)len);
+    CHECK(memcmp(&back.hdr, &h.hdr, sizeof back.hdr) == 0 && back.f[0] == 9 && back.f[4] == 5);
+    CHECK(xdev_wire_decode_head(out, len + 100, &back) == (long)len); /* payload after it */
+    CHECK(xdev_wire_decode_head(out, len - 1, &back) == 0);           /* a field cut short */
+    CHECK(xdev_wire_decode_head(out, XDEV_HDR_BYTES - 1, &back) == 0);
+    CHECK(xdev_wire_decode_head(out, 0, &back) == 0);
+    out[16] = 0xee; /* a type that does not exist: known from the header alone */
+    CHECK(xdev_wire_decode_head(out, XDEV_HDR_BYTES, &back) == -1);
+}
+
 int main(void)
 {
     test_layout();
     test_fields();
     test_negative_tag_roundtrip();
     test_types();
+    test_decode_head();
     if (failures)
         return 1;
     printf("wire: all checks passed\n");
