@@ -227,5 +227,5 @@ size_t xdev_unexpected_peak(xdev_t *d)
 
 const char *xdev_peer_transport(xdev_t *d, int peer)
 {
-    return peer == d->rank ? "self" : peer_ops(d, peer)->name;
+    return peer == d->rank && !d->self_by_tp ? "self" : peer_ops(d, peer)->name;
 }

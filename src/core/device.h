@@ -178,6 +178,8 @@ struct xdev {
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
+    bool self_by_tp;        /* a transport carries our messages to
+                             * ourselves (carries_self), not the core */
     peer_t *peers;
 
     req_slot_t *slots;
@@ -219,7 +221,8 @@ static inline void dev_unlock(xdev_t *d)
         pthread_mutex_unlock(&d->lock);
 }
 
-/* The transport that carries traffic to peer (never our own rank). */
+/* The transport that carries traffic to peer (our own rank only when
+ * self_by_tp). */
 static inline const xdev_tp_ops_t *peer_ops(const xdev_t *d, int peer)
 {
     return d->tps[d->peers[peer].tp].ops;

@@ -20,4 +20,8 @@ const char *xdev_peer_transport(xdev_t *dev, int peer);
 struct xdev_tp_ops;
 const struct xdev_tp_ops *const *xdev_transports_built(size_t *n);
 
+/* Make one more transport known by name to xdev_config_t.transport, for
+ * this process: a test's (src/loop). Call before xdev_init. */
+void xdev_transport_add(const struct xdev_tp_ops *ops);
+
 #endif

@@ -462,7 +462,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
 
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
-    const xdev_tp_ops_t *ops = dst != d->rank ? peer_ops(d, dst) : NULL;
+    const xdev_tp_ops_t *ops = dst != d->rank || d->self_by_tp ? peer_ops(d, dst) : NULL;
     if (!ops || !ops->inject || d->peers[dst].dead || len > d->cfg.eager_limit)
         return 0;
     xdev_txop_t op;
@@ -482,7 +482,7 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
         s->flags |= F_SYNC;
     s->status.count = s->len;
     s->status.msg_len = s->len;
-    if (s->peer == d->rank) {
+    if (s->peer == d->rank && !d->self_by_tp) {
         d->self_msgs++;
         return self_send(d, s, sync);
     }

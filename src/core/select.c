@@ -67,12 +67,20 @@ static const xdev_tp_ops_t *auto_network(const xdev_t *d)
     return &xdev_tcp_ops;
 }
 
+/* One transport the library was not built with, added by a test. */
+static const xdev_tp_ops_t *added;
+
+void xdev_transport_add(const xdev_tp_ops_t *ops)
+{
+    added = ops;
+}
+
 const xdev_tp_ops_t *transport_find(const char *name)
 {
     for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
         if (!strcmp(transports[i]->name, name))
             return transports[i];
-    return NULL;
+    return added && !strcmp(added->name, name) ? added : NULL;
 }
 
 const char *job_id(void)
@@ -141,6 +149,7 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
     for (int r = 0; r < d->size; r++)
         if (serve[r])
             d->peers[r].tp = (uint8_t)i;
+    d->self_by_tp |= serve[d->rank];
     return XDEV_OK;
 }
 
@@ -172,6 +181,8 @@ int select_transports(xdev_t *d)
         net = transport_find(want);
     else if (autoselect && any_tcp)
         net = auto_network(d);
+    if (rc == XDEV_OK && net && net->carries_self)
+        tcp[d->rank] = true;
     const xdev_tp_ops_t *shm_ops = transport_find("shm");
     if (rc == XDEV_OK && any_shm && !shm_ops) {
         if (autoselect) { /* built without shm: tcp serves everyone */

@@ -156,7 +156,8 @@ typedef struct xdev_tp_params {
     const char *job_id;       /* names per-job resources (shm segments) */
     const char *const *peers; /* explicit table, or NULL */
     const bool *serve;        /* serve[r]: this transport carries traffic
-                               * to rank r (never set for our own rank) */
+                               * to rank r (our own rank only for one that
+                               * carries_self) */
     bool many_hosts;          /* the launcher (PMIx) may have put peers on
                                * other hosts: listen where they can reach */
 } xdev_tp_params_t;
@@ -194,6 +195,10 @@ typedef struct xdev_rmaop {
 
 typedef struct xdev_tp_ops {
     const char *name;
+    /* The transport serves this rank too: the core sends a rank's
+     * messages to itself through it rather than matching them in place
+     * (src/loop, which exercises the protocol in one process). */
+    bool carries_self;
     int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
     /* Queue op for peer. Returns 1 if the op was sent completely before
      * returning (it is the core's again), 0 if it was queued and will come
