@@ -91,7 +91,20 @@ void shm_peer_gone(xdev_tp_t *tp, shm_peer_t *p)
     shm_tx_gone(tp, p);
 }
 
-/* Drop p: hand back its queue, abandon what we were reading from it, stop
+/* Hand back p's single copies not finished, failed. */
+static void fail_copies(xdev_tp_t *tp, shm_peer_t *p)
+{
+    while (p->copies) {
+        xdev_rmaop_t *op = p->copies;
+        p->copies = op->next;
+        tp->copies--;
+        xdev_core_rma_done(tp->dev, op, XDEV_ERR_PEER);
+    }
+    p->copies_tail = NULL;
+    p->copied = 0;
+}
+
+/* Drop p: hand back its queues, abandon what we were reading from it, stop
  * reading its ring, then tell the core. */
 void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
 {
@@ -101,6 +114,7 @@ void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
     p->failed = true;
     say_goodbye(p);
     shm_fail_queue(tp, p);
+    fail_copies(tp, p);
     p->rx_state = RX_IDLE;
     xdev_core_peer_failed(tp->dev, p->rank);
 }
@@ -123,6 +137,33 @@ static void announce(xdev_tp_t *tp)
             xdev_core_peer_eager_limit(tp->dev, tp->peers[i].rank, tp->peers[i].eager_limit);
 }
 
+/* A single copy longer than this is made a piece per progress call, so
+ * that the device lock is not held through all of a 16 MiB+ copy: between
+ * pieces a waiter hands it to the threads blocked on it (progress.c). */
+#define COPY_PIECE ((size_t)1 << 20)
+
+/* The next piece of the first single copy with each peer. */
+static void copy_pieces(xdev_tp_t *tp)
+{
+    for (int i = 0; i < tp->npeers && tp->copies; i++) {
+        shm_peer_t *p = &tp->peers[i];
+        xdev_rmaop_t *op = p->copies;
+        if (!op)
+            continue;
+        size_t n = op->len - p->copied < COPY_PIECE ? op->len - p->copied : COPY_PIECE;
+        int rc = shm_seg_copy(tp, p->rank, (char *)op->local + p->copied, n,
+                              op->remote_addr + p->copied, op->write);
+        if (rc == XDEV_OK && (p->copied += n) < op->len)
+            continue;
+        p->copies = op->next;
+        if (!p->copies)
+            p->copies_tail = NULL;
+        p->copied = 0;
+        tp->copies--;
+        xdev_core_rma_done(tp->dev, op, rc == XDEV_OK ? XDEV_OK : XDEV_ERR_PEER);
+    }
+}
+
 static void shm_progress(xdev_tp_t *tp, int timeout_ms)
 {
     (void)timeout_ms; /* the core sleeps on wait_fd instead */
@@ -141,6 +182,8 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
         if (p->gone && !p->failed)
             settle(tp, p);
     }
+    if (tp->copies)
+        copy_pieces(tp);
     /* A coarse clock (a few ns, no system call) decides when the peers'
      * liveness is worth a poll() again; read every SHM_CLOCK_EVERY calls
      * only, since a waiter spins through here and every ns of the loop
@@ -188,11 +231,26 @@ static int shm_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool r
     return XDEV_OK;
 }
 
+
 static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 {
-    int rc = shm_seg_copy(tp, peer, op->local, op->len, op->remote_addr, op->write);
-    return rc == XDEV_OK ? 1 : rc;
+    shm_peer_t *p = tp->by_rank[peer];
+    if (op->len <= COPY_PIECE) {
+        int rc = shm_seg_copy(tp, peer, op->local, op->len, op->remote_addr, op->write);
+        return rc == XDEV_OK ? 1 : rc;
+    }
+    if (p->gone)
+        return XDEV_ERR_PEER;
+    op->next = NULL;
+    if (p->copies_tail)
+        p->copies_tail->next = op;
+    else
+        p->copies = op;
+    p->copies_tail = op;
+    tp->copies++;
+    return 0;
 }
+
 
 /* Done once nothing is queued for a peer that is still there. Rings need
  * no goodbye handshake: what we wrote stays readable after we are gone. */
@@ -223,7 +281,7 @@ static void shm_info(FILE *out)
 static int shm_shutdown(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->npeers; i++)
-        if (tp->peers[i].txq.head && !tp->peers[i].gone)
+        if ((tp->peers[i].txq.head || tp->peers[i].copies) && !tp->peers[i].gone)
             return 0;
     return 1;
 }

@@ -100,6 +100,8 @@ typedef struct shm_peer {
     size_t rx_got;      /* payload bytes of the current message read */
     size_t rx_skip;     /* start record: framing and head before the payload */
     xdev_rx_t rxm;
+    xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
+    size_t copied;      /* bytes of the first one done */
 } shm_peer_t;
 
 struct xdev_tp {
@@ -112,6 +114,7 @@ struct xdev_tp {
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
+    unsigned copies;      /* single copies queued, all peers */
     int cma_mode;         /* XDEV_RNDZ_READ (receiver pulls) or _WRITE (sender pushes) */
     unsigned polls;
     uint64_t next_check_ms;

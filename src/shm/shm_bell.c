@@ -152,6 +152,8 @@ static bool has_work(xdev_tp_t *tp)
 
 int shm_arm(xdev_tp_t *tp)
 {
+    if (tp->copies)
+        return XDEV_ERR_BUSY;
     if (tp->epfd < 0)
         return XDEV_OK; /* no bell: the core naps and polls */
     uint8_t junk[64];

@@ -24,5 +24,6 @@ void case_some(void);
 void case_event(void);
 void case_vector(void);
 void case_stats(void);
+void case_handoff(void);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"issend", case_issend},
     {"peek", case_peek},
     {"threads", case_threads},
+    {"handoff", case_handoff},
     {"outstanding", case_outstanding},
     {"stress", case_stress},
     {"self", case_self},
