@@ -183,11 +183,11 @@ typedef struct xdev_status {
  * is reaped, xdev never touches it again. `user` is yours: xdev never reads
  * or writes it (bindings use it to find their own object again).
  * Storage need not be zeroed before its first post: xdev refuses to post
- * only storage that holds an active request, or a byte copy of one (zero
- * such a copy before posting into it). xdev knows its active requests by
- * where they are: a copy or a moved request is never one of them, and
- * xdev_wait and xdev_test refuse it with XDEV_ERR_ARG, as they refuse a
- * request that was already reaped.
+ * only into storage that holds an active request. xdev knows its active
+ * requests by where they are: a byte copy or a moved request is never one
+ * of them, so xdev_wait and xdev_test refuse it with XDEV_ERR_ARG, as they
+ * refuse a request that was already reaped, and a post into it is a post
+ * into fresh storage (the original is not touched).
  */
 typedef struct xdev_request {
     void *user;

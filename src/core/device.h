@@ -51,7 +51,8 @@ enum req_flag {
 enum op_owner { OP_REQ = 1, OP_CONTROL = 2 };
 
 typedef struct xreq {
-    uint64_t magic;       /* REQ_MAGIC while active; cleared when reaped */
+    uint64_t magic;       /* REQ_MAGIC ^ its address while active; cleared
+                           * when reaped */
     xdev_t *dev;
     uint64_t id;          /* handle peers use to name this request */
     /* A completed request is on the completion queue; a receive is on its

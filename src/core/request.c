@@ -44,12 +44,23 @@ static int grow_slots(xdev_t *d)
     return XDEV_OK;
 }
 
+/* The magic of an active request at r. Keyed with the address, so that
+ * bytes that hold the magic somewhere else never pass for a request: a
+ * byte copy or a moved request, and what such copies leave behind in
+ * storage that is reused uninitialized (a libfabric provider copies
+ * request bytes onto the stack, where a later caller's request array
+ * found them). */
+static uint64_t magic_at(const xreq_t *r)
+{
+    return REQ_MAGIC ^ (uint64_t)(uintptr_t)r;
+}
+
 /* Read without the device lock (to find the device, and so that a bad
  * request is refused cheaply) while another thread may reap the request:
  * magic and dev are read and written atomically. */
 bool req_is_active(const xreq_t *r)
 {
-    return __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) == REQ_MAGIC;
+    return __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) == magic_at(r);
 }
 
 xdev_t *req_device(const xreq_t *r)
@@ -69,7 +80,7 @@ int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, i
      * of bytes, and clearing all of it cost more than the rest of a
      * small send. The protocol fills the rest as it goes. */
     __atomic_store_n(&r->dev, d, __ATOMIC_RELAXED);
-    __atomic_store_n(&r->magic, REQ_MAGIC, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->magic, magic_at(r), __ATOMIC_RELEASE);
     r->id = (uint64_t)d->slots[slot].gen << 32 | slot;
     r->kind = (uint8_t)kind;
     r->buf = buf;

@@ -6,7 +6,8 @@
  * XDEV_ERR_ARG. A byte copy of an active request, and a request already
  * reaped, are refused with XDEV_ERR_ARG and change nothing: the original
  * still completes with its message, and h_finalize (which wants XDEV_OK)
- * proves the device's count of active requests is right.
+ * proves the device's count of active requests is right. A receive posted
+ * into a copy of an active one is a receive of its own: both complete.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -86,6 +87,16 @@ static void copies_and_second_reaps(void)
     CHECK(xdev_test(&req, &done, &st) == XDEV_ERR_ARG, "xdev_test after the reap was not refused");
     /* a copy taken while active, waited on after the original was reaped */
     CHECK(xdev_wait(&copy, &st) == XDEV_ERR_ARG, "a stale copy was reaped");
+    /* and one still holding an active request's bytes is fresh storage */
+    CHECK_RC(xdev_irecv(h_dev, &in, sizeof in, h_prev(), TAG_COPY, CTX_REAP, &req));
+    memcpy(&copy, &req, sizeof req);
+    uint64_t in2 = 0;
+    CHECK_RC(xdev_irecv(h_dev, &in2, sizeof in2, h_prev(), TAG_COPY, CTX_REAP, &copy));
+    CHECK_RC(xdev_send(h_dev, &out, sizeof out, h_next(), TAG_COPY, CTX_REAP));
+    CHECK_RC(xdev_send(h_dev, &out, sizeof out, h_next(), TAG_COPY, CTX_REAP));
+    CHECK_RC(xdev_wait(&req, &st)); /* posted first, matched first */
+    CHECK_RC(xdev_wait(&copy, &st));
+    CHECK(in == 0x5eed0000u + (uint64_t)h_prev() && in2 == in, "receives posted into a copy");
 }
 
 void threads_reap(void)
