@@ -167,8 +167,6 @@ struct xdev {
     char *cfg_strings;
     char **options;         /* per xdev_vars entry: its value, or NULL */
     pthread_mutex_t lock;
-    int lock_waiters;       /* threads blocked in dev_lock: a spinning
-                             * waiter hands the lock over to them */
     bool finalizing;
     uint64_t activity;      /* arrivals and finished sends, ever: a waiter
                              * that sees it move keeps spinning */
@@ -215,11 +213,8 @@ struct xdev {
 /* Locking: a no-op for single-threaded devices. */
 static inline void dev_lock(xdev_t *d)
 {
-    if ((d->flags & XDEV_FLAG_SINGLE_THREAD) || pthread_mutex_trylock(&d->lock) == 0)
-        return;
-    __atomic_add_fetch(&d->lock_waiters, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&d->lock);
-    __atomic_sub_fetch(&d->lock_waiters, 1, __ATOMIC_RELAXED);
+    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+        pthread_mutex_lock(&d->lock);
 }
 static inline void dev_unlock(xdev_t *d)
 {

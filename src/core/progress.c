@@ -105,18 +105,6 @@ void xdev_wakeup_signal(xdev_t *d)
     errno = saved;
 }
 
-/* Let the threads blocked in dev_lock have the lock: a mutex gives no
- * turn to a waiter while its holder takes it back at once, and a waiter
- * whose transfer keeps moving never backs off to let go. Their count
- * falls as they get in; a bounded wait, since more may keep coming. */
-static void hand_over(xdev_t *d)
-{
-    dev_unlock(d);
-    for (int i = 0; i < 64 && __atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED); i++)
-        sched_yield();
-    dev_lock(d);
-}
-
 /* The backoff clock restarts whenever traffic moves, so a long transfer
  * is busy-polled throughout and only an idle wait backs off. Wakeups and
  * the deadline are looked at with the clock, never in the first polls:
@@ -132,8 +120,6 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
         progress_once(d);
         if (done(d, arg))
             return XDEV_OK;
-        if (multi && __atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED))
-            hand_over(d);
         if (d->activity != seen) {
             seen = d->activity;
             spins = 0;

@@ -139,7 +139,7 @@ static void announce(xdev_tp_t *tp)
 
 /* A single copy longer than this is made a piece per progress call, so
  * that the device lock is not held through all of a 16 MiB+ copy: between
- * pieces a waiter hands it to the threads blocked on it (progress.c). */
+ * pieces a waiting caller's spin lets other threads in (progress.c). */
 #define COPY_PIECE ((size_t)1 << 20)
 
 /* The next piece of the first single copy with each peer. */
