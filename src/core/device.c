@@ -21,6 +21,7 @@ void device_free(xdev_t *d)
     xdev_mtable_destroy(&d->posted);
     xdev_mtable_destroy(&d->unexpected);
     req_table_destroy(d);
+    proto_free_ctl(d);
     if (d->wake_fd >= 0)
         close(d->wake_fd);
     if (d->event_fd >= 0)

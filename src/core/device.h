@@ -68,6 +68,7 @@ typedef struct xreq {
     uint8_t flags;
     uint8_t rndz_mode;    /* XDEV_RNDZ_* a rendezvous send asked for */
     uint8_t niov;         /* pieces of a vector request, 0 for one buffer */
+    uint8_t ctl_claim;    /* a receive's claim on cached control ops */
     union {
         uint64_t seq;     /* posted: posting order, for wildcard fairness */
         uint64_t arrival; /* matched: the message's place in its sender's
@@ -172,6 +173,8 @@ struct xdev {
                              * that sees it move keeps spinning */
     uint64_t completions;   /* requests completed, ever: waitsome looks at
                              * its requests only when this moved */
+    xdev_txop_t *ctl_free;  /* cached control ops (proto_claim_ctl) */
+    size_t ctl_nfree, ctl_claimed;
 
     struct {
         const xdev_tp_ops_t *ops;
@@ -255,6 +258,10 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
  * the transport's inject (no request needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
+/* A receive's claim on the control ops it may send (see proto.c). */
+int proto_claim_ctl(xdev_t *d, xreq_t *r);
+void proto_unclaim_ctl(xdev_t *d, xreq_t *r);
+void proto_free_ctl(xdev_t *d);
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx);
 /* Is e a message its dead sender could not complete (see
  * xdev_core_peer_failed)? A receive or probe that finds it fails. */

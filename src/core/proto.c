@@ -262,31 +262,96 @@ static void send_op(xdev_t *d, xreq_t *r, int peer)
         req_complete(d, r, XDEV_ERR_PEER);
 }
 
-/* Send a head-only message in an op of its own (see enum op_owner). */
-static int send_ctl(xdev_t *d, int peer, const xdev_head_t *h)
+/*
+ * Control ops: a receive answers its sender (RNDZ_REPLY, RNDZ_END,
+ * SYNC_ACK) at moments where running out of memory could not be reported
+ * to anyone, and the sender would wait for good. So every receive claims
+ * CTL_PER_RECV ops from a cache when it is posted, where XDEV_ERR_NOMEM
+ * still changes nothing; the cache keeps ctl_nfree >= ctl_claimed. Done
+ * ops come back to it, and it keeps a few spare for senders' RNDZ_START.
+ */
+#define CTL_PER_RECV 2
+#define CTL_SPARE 64
+
+static xdev_txop_t *ctl_pop(xdev_t *d)
+{
+    xdev_txop_t *op = d->ctl_free;
+    d->ctl_free = op->next;
+    d->ctl_nfree--;
+    return op;
+}
+
+static void ctl_put(xdev_t *d, xdev_txop_t *op)
+{
+    if (d->ctl_nfree >= d->ctl_claimed + CTL_SPARE) {
+        free(op);
+        return;
+    }
+    op->next = d->ctl_free;
+    d->ctl_free = op;
+    d->ctl_nfree++;
+}
+
+int proto_claim_ctl(xdev_t *d, xreq_t *r)
+{
+    while (d->ctl_nfree < d->ctl_claimed + CTL_PER_RECV) {
+        xdev_txop_t *op = malloc(sizeof *op);
+        if (!op)
+            return XDEV_ERR_NOMEM;
+        op->next = d->ctl_free;
+        d->ctl_free = op;
+        d->ctl_nfree++;
+    }
+    d->ctl_claimed += CTL_PER_RECV;
+    r->ctl_claim = CTL_PER_RECV;
+    return XDEV_OK;
+}
+
+void proto_unclaim_ctl(xdev_t *d, xreq_t *r)
+{
+    d->ctl_claimed -= r->ctl_claim;
+    r->ctl_claim = 0;
+}
+
+void proto_free_ctl(xdev_t *d)
+{
+    while (d->ctl_free)
+        free(ctl_pop(d));
+}
+
+/* Send a head-only message in an op of its own (see enum op_owner), on
+ * behalf of receive r (its claim) or of a sender (r NULL: it can take
+ * XDEV_ERR_NOMEM). */
+static int send_ctl(xdev_t *d, int peer, const xdev_head_t *h, xreq_t *r)
 {
     if (d->peers[peer].dead)
         return XDEV_ERR_PEER;
-    xdev_txop_t *op = malloc(sizeof *op);
-    if (!op)
+    xdev_txop_t *op;
+    if (r && r->ctl_claim) {
+        r->ctl_claim--;
+        d->ctl_claimed--;
+        op = ctl_pop(d);
+    } else if (d->ctl_nfree > d->ctl_claimed) {
+        op = ctl_pop(d);
+    } else if (!(op = malloc(sizeof *op))) {
         return XDEV_ERR_NOMEM;
+    }
     op_build(op, h, NULL, 0);
     op->owner = OP_CONTROL;
     int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, op);
     if (rc != 0)
-        free(op);
+        ctl_put(d, op);
     return rc < 0 ? XDEV_ERR_PEER : XDEV_OK;
 }
 
-/* Tell the sender of request sreq that its message was matched
- * (SYNC_ACK) or read (RNDZ_END). */
-static void send_control(xdev_t *d, int peer, int tag, int ctx, uint32_t type, uint64_t sreq)
+/* Tell the sender of receive r's message (request sreq) that it was
+ * matched (SYNC_ACK) or read (RNDZ_END). It fails only with a dead peer. */
+static void send_control(xdev_t *d, xreq_t *r, int peer, uint32_t type, uint64_t sreq)
 {
     xdev_head_t h;
-    head_init(&h, d, peer, tag, ctx, type);
+    head_init(&h, d, peer, r->status.tag, r->ctx, type);
     h.f[0] = sreq;
-    send_ctl(d, peer, &h); /* on failure the sender's request fails when
-                            * either side goes away */
+    send_ctl(d, peer, &h, r);
 }
 
 void proto_release_mem(xdev_t *d, xreq_t *r)
@@ -312,7 +377,7 @@ static int start_rma(xdev_t *d, xreq_t *r, int peer)
 /* Receiver: the data is in r's buffer, read by rma. */
 static void rndz_read_done(xdev_t *d, xreq_t *r)
 {
-    send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_RNDZ_END, r->remote_id);
+    send_control(d, r, r->status.source, XDEV_MSG_RNDZ_END, r->remote_id);
     order_done(d, r);
 }
 
@@ -332,11 +397,12 @@ static void rndz_written(xdev_t *d, xreq_t *s)
  * many bytes it accepts. Read them where the
  * sender exposed its buffer; else reply, exposing r's buffer for the
  * sender to write into when it asked for that, or asking it to stream. */
+static void rndz_reply(xdev_t *d, xreq_t *r, int mode);
+
 static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t addr,
                         uint64_t key)
 {
     int peer = r->status.source;
-    const xdev_tp_ops_t *ops = peer_ops(d, peer);
     r->remote_id = sreq;
     order_open(d, r);
     if (mode == XDEV_RNDZ_READ && !r->niov) { /* one-sided only into one piece */
@@ -352,9 +418,19 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
         if (rc >= 0)
             return;
     }
+    rndz_reply(d, r, mode);
+}
+
+/* Receiver: answer the sender of r's offer (r->remote_id): write into r's
+ * buffer when it offered that (mode) and the transport can expose it, else
+ * stream the data as RNDZ_DATA. */
+static void rndz_reply(xdev_t *d, xreq_t *r, int mode)
+{
+    int peer = r->status.source;
+    const xdev_tp_ops_t *ops = peer_ops(d, peer);
     xdev_head_t h;
     head_init(&h, d, peer, r->status.tag, r->ctx, XDEV_MSG_RNDZ_REPLY);
-    h.f[0] = sreq;
+    h.f[0] = r->remote_id;
     h.f[1] = r->id;
     h.f[2] = r->status.count;
     h.f[3] = XDEV_RNDZ_SEND;
@@ -367,7 +443,7 @@ static void rndz_accept(xdev_t *d, xreq_t *r, uint64_t sreq, int mode, uint64_t 
         h.f[5] = r->mem.key;
     }
     r->phase = PH_WAIT_DATA;
-    int rc = send_ctl(d, peer, &h);
+    int rc = send_ctl(d, peer, &h, r);
     if (rc != XDEV_OK)
         order_fail(d, r, rc);
 }
@@ -396,7 +472,7 @@ static int rndz_start(xdev_t *d, xreq_t *s)
     h.f[2] = (uint64_t)mode;
     s->rndz_mode = (uint8_t)mode;
     s->phase = PH_WAIT_REPLY;
-    int rc = send_ctl(d, s->peer, &h);
+    int rc = send_ctl(d, s->peer, &h, NULL);
     if (rc == XDEV_ERR_NOMEM) {
         if (s->flags & F_MEM)
             proto_release_mem(d, s);
@@ -552,7 +628,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
             req_complete(d, r, XDEV_OK);
         } else {
             if (e->type == XDEV_MSG_EAGER_SYNC)
-                send_control(d, e->src, e->tag, e->ctx, XDEV_MSG_SYNC_ACK, e->remote_id);
+                send_control(d, r, e->src, XDEV_MSG_SYNC_ACK, e->remote_id);
             order_done(d, r);
         }
     }
@@ -684,6 +760,17 @@ static int rx_rndz_end(xdev_t *d, int peer, const xdev_rx_t *rx)
     return XDEV_RX_DELIVER;
 }
 
+/* Sender: stream the first len bytes of s to the receive s->remote_id. */
+static void rndz_stream(xdev_t *d, xreq_t *s, size_t len)
+{
+    xdev_head_t h;
+    head_init(&h, d, s->peer, s->tag, s->ctx, XDEV_MSG_RNDZ_DATA);
+    h.f[0] = s->remote_id;
+    op_build_req(&s->op, &h, s, len);
+    s->phase = PH_RNDZ_DATA;
+    send_op(d, s, s->peer);
+}
+
 static int rx_rndz_reply(xdev_t *d, int peer, const xdev_rx_t *rx)
 {
     xreq_t *s = req_lookup(d, rx->head.f[0]);
@@ -703,12 +790,7 @@ static int rx_rndz_reply(xdev_t *d, int peer, const xdev_rx_t *rx)
             return XDEV_RX_DELIVER;
         /* nothing moved: stream it; the receiver takes RNDZ_DATA too */
     }
-    xdev_head_t h;
-    head_init(&h, d, peer, s->tag, s->ctx, XDEV_MSG_RNDZ_DATA);
-    h.f[0] = rx->head.f[1];
-    op_build_req(&s->op, &h, s, (size_t)rx->head.f[2]);
-    s->phase = PH_RNDZ_DATA;
-    send_op(d, s, peer);
+    rndz_stream(d, s, (size_t)f[2]);
     return XDEV_RX_DELIVER;
 }
 
@@ -801,8 +883,7 @@ int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *pay
 static void recv_filled(xdev_t *d, xreq_t *r)
 {
     if ((r->flags & F_SYNC) && !d->peers[r->status.source].dead)
-        send_control(d, r->status.source, r->status.tag, r->ctx, XDEV_MSG_SYNC_ACK,
-                     r->remote_id);
+        send_control(d, r, r->status.source, XDEV_MSG_SYNC_ACK, r->remote_id);
     order_done(d, r);
 }
 
@@ -838,7 +919,7 @@ void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
 {
     d->activity++;
     if (op->owner == OP_CONTROL) {
-        free(op);
+        ctl_put(d, op);
         return;
     }
     xreq_t *r = (xreq_t *)(void *)((char *)op - offsetof(xreq_t, op));
@@ -863,7 +944,14 @@ void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
 {
     d->activity++;
     xreq_t *r = (xreq_t *)(void *)((char *)op - offsetof(xreq_t, rma));
-    if (err != XDEV_OK && r->kind == REQ_RECV)
+    int peer = r->kind == REQ_SEND ? r->peer : r->status.source;
+    /* The kernel or the device refused the one-sided copy, not the peer:
+     * the data still goes, streamed, into the same buffer. */
+    if (err == XDEV_ERR_SYSTEM && !d->peers[peer].dead && r->kind == REQ_SEND)
+        rndz_stream(d, r, op->len);
+    else if (err == XDEV_ERR_SYSTEM && !d->peers[peer].dead)
+        rndz_reply(d, r, XDEV_RNDZ_SEND);
+    else if (err != XDEV_OK && r->kind == REQ_RECV)
         order_fail(d, r, err);
     else if (err != XDEV_OK)
         req_complete(d, r, err);

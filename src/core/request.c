@@ -72,6 +72,9 @@ int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, i
 {
     if (d->free_slot == NO_SLOT && grow_slots(d) != XDEV_OK)
         return XDEV_ERR_NOMEM;
+    r->ctl_claim = 0;
+    if (kind == REQ_RECV && proto_claim_ctl(d, r) != XDEV_OK)
+        return XDEV_ERR_NOMEM;
     uint32_t slot = d->free_slot;
     d->free_slot = d->slots[slot].next_free;
     d->slots[slot].req = r;
@@ -113,6 +116,7 @@ void req_complete(xdev_t *d, xreq_t *r, int err)
         r->status.error = err;
     if (r->flags & F_MEM)
         proto_release_mem(d, r);
+    proto_unclaim_ctl(d, r);
     r->phase = PH_DONE;
     d->completions++;
     if (r->flags & F_PRIVATE)
@@ -142,6 +146,7 @@ xreq_t *req_cq_pop(xdev_t *d)
 void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
 {
     cq_unlink(d, r);
+    proto_unclaim_ctl(d, r);
     uint32_t slot = (uint32_t)r->id;
     d->slots[slot].req = NULL;
     d->slots[slot].gen++;

@@ -278,7 +278,9 @@ int xdev_core_rx_whole(xdev_t *dev, int peer, const xdev_hdr_t *hdr, const void 
                        size_t len);
 /* A queued op is done (err == XDEV_OK) or failed (XDEV_ERR_PEER). */
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err);
-/* A queued rma op finished (XDEV_OK) or failed (XDEV_ERR_PEER). */
+/* A queued rma op finished (XDEV_OK) or failed: XDEV_ERR_PEER, the peer is
+ * gone; XDEV_ERR_SYSTEM, the copy was refused (the kernel, the device) but
+ * the peer lives, and the core streams the message instead. */
 void xdev_core_rma_done(xdev_t *dev, xdev_rmaop_t *op, int err);
 /* xdev_core_tx_done(XDEV_ERR_PEER) for every op of a list linked by next
  * (a dead peer's queue). */

@@ -160,7 +160,7 @@ static void copy_pieces(xdev_tp_t *tp)
             p->copies_tail = NULL;
         p->copied = 0;
         tp->copies--;
-        xdev_core_rma_done(tp->dev, op, rc == XDEV_OK ? XDEV_OK : XDEV_ERR_PEER);
+        xdev_core_rma_done(tp->dev, op, rc);
     }
 }
 

@@ -165,7 +165,11 @@ static void conn_open(xdev_tp_t *tp, tcp_conn_t *c, size_t peer_eager_limit)
  * the socket buffer, so a short write means the connection is bad. */
 static bool write_all(int fd, const uint8_t *buf, size_t len)
 {
-    return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+    ssize_t n;
+    do
+        n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len;
 }
 
 static void send_hello(xdev_tp_t *tp, tcp_conn_t *c)
