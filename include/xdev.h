@@ -21,6 +21,14 @@
  *    process or prints anything.
  *  - A call that returns XDEV_ERR_ARG has changed nothing: no request was
  *    posted, no output argument was written.
+ *  - Out of memory: a call that returns XDEV_ERR_NOMEM has changed nothing
+ *    either, and may be retried. A receive takes at its post what it will
+ *    need to answer its sender, so a posted receive never fails for want
+ *    of memory. Memory that runs out while a message arrives that no
+ *    receive was posted for fails the link to its sender: requests that
+ *    involve it fail with XDEV_ERR_PEER on both sides, as if it had died.
+ *  - A single copy (process_vm_readv/writev, RDMA) the system refuses
+ *    after it had worked is not an error: the message is streamed instead.
  *  - Buffers are a pointer and a size_t byte count; a NULL pointer is
  *    accepted only with a count of 0.
  *  - Tags and contexts are non-negative ints. Matching is on (source, tag,
