@@ -39,17 +39,6 @@ int xdev_parse_size(const char *s, size_t *out)
     return XDEV_OK;
 }
 
-static int parse_int(const char *s, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < -1 || v > 0x7fffffffL)
-        return XDEV_ERR_INIT;
-    *out = (int)v;
-    return XDEV_OK;
-}
-
 static void config_defaults(xdev_config_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -62,36 +51,46 @@ static void config_defaults(xdev_config_t *c)
     c->finalize_timeout_ms = DEFAULT_FINALIZE_TIMEOUT_MS;
 }
 
+/* An int variable (COUNT in vars.c, so its bounds fit an int). */
+static int env_int(const char *name, int *out)
+{
+    size_t n = (size_t)*out;
+    int rc = xdev_opt_size(NULL, name, &n);
+    if (rc == XDEV_OK)
+        *out = (int)n;
+    return rc;
+}
+
+static int env_flag(const char *name, unsigned bit, unsigned *flags)
+{
+    bool on = false;
+    int rc = xdev_opt_flag(NULL, name, &on);
+    if (on)
+        *flags |= bit;
+    return rc;
+}
+
+/* The core's variables, each read by its type in vars.c; an empty one
+ * counts as unset, as for the transports' options. */
 int config_from_env(xdev_config_t *c)
 {
+    int threads = 0, rc = XDEV_OK;
     const char *v;
-    int rc = XDEV_OK;
-    if ((v = getenv("XDEV_RANK")) && rc == XDEV_OK)
-        rc = parse_int(v, &c->rank);
-    if ((v = getenv("XDEV_SIZE")) && rc == XDEV_OK)
-        rc = parse_int(v, &c->size);
-    if ((v = getenv("XDEV_TRANSPORT")) && *v)
+    if ((v = xdev_opt(NULL, "XDEV_TRANSPORT")))
         c->transport = v;
-    if ((v = getenv("XDEV_JOB_SECRET")))
+    if ((v = xdev_opt(NULL, "XDEV_JOB_SECRET")))
         c->job_secret = v;
-    if ((v = getenv("XDEV_EAGER_LIMIT")) && rc == XDEV_OK)
-        rc = xdev_parse_size(v, &c->eager_limit);
-    if ((v = getenv("XDEV_UNEXPECTED_LIMIT")) && rc == XDEV_OK)
-        rc = xdev_parse_size(v, &c->unexpected_limit);
-    if ((v = getenv("XDEV_PEER_TIMEOUT_MS")) && rc == XDEV_OK)
-        rc = parse_int(v, &c->peer_timeout_ms);
-    if ((v = getenv("XDEV_FINALIZE_TIMEOUT_MS")) && rc == XDEV_OK)
-        rc = parse_int(v, &c->finalize_timeout_ms);
-    if ((v = getenv("XDEV_THREADS"))) {
-        if (!strcmp(v, "single"))
-            c->flags |= XDEV_FLAG_SINGLE_THREAD;
-        else if (strcmp(v, "multi"))
-            rc = XDEV_ERR_INIT;
-    }
-    if ((v = getenv("XDEV_PROGRESS_THREAD")) && !strcmp(v, "1"))
-        c->flags |= XDEV_FLAG_PROGRESS_THREAD;
-    if ((v = getenv("XDEV_WILDCARD_FAILS")) && !strcmp(v, "1"))
-        c->flags |= XDEV_FLAG_WILDCARD_FAILS;
+    if (env_int("XDEV_RANK", &c->rank) || env_int("XDEV_SIZE", &c->size) ||
+        xdev_opt_size(NULL, "XDEV_EAGER_LIMIT", &c->eager_limit) ||
+        xdev_opt_size(NULL, "XDEV_UNEXPECTED_LIMIT", &c->unexpected_limit) ||
+        env_int("XDEV_PEER_TIMEOUT_MS", &c->peer_timeout_ms) ||
+        env_int("XDEV_FINALIZE_TIMEOUT_MS", &c->finalize_timeout_ms) ||
+        xdev_opt_choice(NULL, "XDEV_THREADS", &threads) ||
+        env_flag("XDEV_PROGRESS_THREAD", XDEV_FLAG_PROGRESS_THREAD, &c->flags) ||
+        env_flag("XDEV_WILDCARD_FAILS", XDEV_FLAG_WILDCARD_FAILS, &c->flags))
+        rc = XDEV_ERR_INIT;
+    if (threads == 1) /* "multi|single" */
+        c->flags |= XDEV_FLAG_SINGLE_THREAD;
     return rc;
 }
 

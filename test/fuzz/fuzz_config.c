@@ -1,7 +1,7 @@
 /*
  * fuzz_config.c - the configuration parser (xdev_config_init reading the
- * XDEV_* environment through config_from_env, xdev_parse_size and
- * parse_int; then config_validate) on any values. The input is the
+ * XDEV_* environment through config_from_env and the typed readers of
+ * vars.c; then config_validate) on any values. The input is the
  * values, one per line, of the variables in vars[] in that order; the
  * variables after the last line are unset.
  *
@@ -9,7 +9,8 @@
  * so the parser promises (xdev.h, config.c): an error leaves the caller
  * the defaults and nothing half-parsed; a byte count it accepts is the
  * number written, scaled by its k/m/g suffix without overflow, and never
- * negative; an integer it accepts is the number written; and a config that
+ * negative; an integer it accepts is the number written; an empty value
+ * is no value (the default holds); and a config that
  * config_validate passes keeps every rule xdev_init relies on.
  */
 #include "device.h"
@@ -45,19 +46,23 @@ static unsigned suffix_shift(const char *s)
     }
 }
 
-static void check_size(const char *s, size_t v)
+static void check_size(const char *s, size_t v, size_t dflt)
 {
-    if (!s)
+    if (!s || !*s) {
+        FUZZ_CHECK(v == dflt);
         return;
+    }
     unsigned shift = suffix_shift(s);
     FUZZ_CHECK(!strchr(s, '-'));
     FUZZ_CHECK((v & (((size_t)1 << shift) - 1)) == 0 && v >> shift == strtoull(s, NULL, 10));
 }
 
-static void check_int(const char *s, int v)
+static void check_int(const char *s, int v, int dflt)
 {
-    if (s)
-        FUZZ_CHECK(v >= -1 && v == strtol(s, NULL, 10));
+    if (!s || !*s)
+        FUZZ_CHECK(v == dflt);
+    else
+        FUZZ_CHECK(v >= 0 && v == strtol(s, NULL, 10));
 }
 
 static void check_valid(const xdev_config_t *c)
@@ -91,12 +96,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != XDEV_OK) {
         FUZZ_CHECK(memcmp(&c, &defaults, sizeof c) == 0);
     } else {
-        check_int(value[0], c.rank);
-        check_int(value[1], c.size);
-        check_size(value[2], c.eager_limit);
-        check_size(value[3], c.unexpected_limit);
-        check_int(value[4], c.peer_timeout_ms);
-        check_int(value[5], c.finalize_timeout_ms);
+        check_int(value[0], c.rank, defaults.rank);
+        check_int(value[1], c.size, defaults.size);
+        check_size(value[2], c.eager_limit, defaults.eager_limit);
+        check_size(value[3], c.unexpected_limit, defaults.unexpected_limit);
+        check_int(value[4], c.peer_timeout_ms, defaults.peer_timeout_ms);
+        check_int(value[5], c.finalize_timeout_ms, defaults.finalize_timeout_ms);
         if (config_validate(&c) == XDEV_OK)
             check_valid(&c);
     }
