@@ -145,14 +145,16 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
 static bool pow2(uint64_t n) { return n && !(n & (n - 1)); }
 
 /* Does the header describe a segment that fits in `bytes`? */
-static bool header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner)
+bool shm_seg_header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner)
 {
     uint64_t n = h->nrings;
     return h->version == SHM_VERSION && h->owner_rank == owner && h->total_bytes == bytes &&
            n > 0 && n < (1u << 20) && h->nlocal == n + 1 && pow2(h->ring_bytes) &&
            h->ring_bytes >= PAGE && h->ring_bytes <= ((uint64_t)1 << 32) &&
-           h->ctl_off >= sizeof *h + n * sizeof(int32_t) &&
-           h->data_off >= h->ctl_off + n * sizeof(shm_ring_ctl_t) && h->data_off % PAGE == 0 &&
+           h->ctl_off >= sizeof *h + n * sizeof(int32_t) && h->ctl_off <= h->data_off &&
+           /* a difference, not a sum: a peer's ctl_off near 2^64 must not
+            * wrap past data_off and put control blocks before the mapping */
+           (h->data_off - h->ctl_off) / sizeof(shm_ring_ctl_t) >= n && h->data_off % PAGE == 0 &&
            h->ctl_off % SHM_SPLIT == 0 && h->data_off <= bytes &&
            (bytes - h->data_off) / h->ring_bytes >= n;
 }
@@ -180,7 +182,7 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
         xdev_process_gone(h->owner_pid)) {
         rc = 0; /* not ready yet, or a dead process's leftover about to be replaced */
-    } else if (!header_sane(h, bytes, p->rank)) {
+    } else if (!shm_seg_header_sane(h, bytes, p->rank)) {
         rc = XDEV_ERR_INIT;
     } else {
         for (uint32_t i = 0; i < h->nrings && ring < 0; i++)

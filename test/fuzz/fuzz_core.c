@@ -5,16 +5,27 @@
  * state is.
  */
 #include <stdlib.h>
+#include <string.h>
 #include "fuzz_core.h"
 
 /* Room for a few buffered messages, so that a longer stream also meets
  * the bound and the deferral that comes with it. */
 #define FUZZ_UNEXPECTED_LIMIT (4 * sizeof(uxmsg_t) + 2048)
 
-static const size_t recv_len[FUZZ_NRECV] = { 0, 7, 64, 300 };
+static const size_t recv_len[FUZZ_NRECV + 1] = { 0, 7, 64, 300, 200 };
+
+static void post(fuzz_core_t *fc, int i, int tag)
+{
+    fc->buf[i] = recv_len[i] ? malloc(recv_len[i]) : NULL;
+    xreq_t *r = xreq_of(&fc->recv[i]);
+    FUZZ_CHECK(req_start(fc->dev, r, REQ_RECV, fc->buf[i], recv_len[i], XDEV_ANY_SOURCE, tag, 0) ==
+               XDEV_OK);
+    FUZZ_CHECK(proto_recv(fc->dev, r) == XDEV_OK);
+}
 
 void fuzz_core_open(fuzz_core_t *fc, int rank, int size, const xdev_tp_ops_t *ops, xdev_tp_t *tp)
 {
+    memset(fc, 0, sizeof *fc); /* the late receive is no request until posted */
     xdev_t *d = calloc(1, sizeof *d);
     FUZZ_CHECK(d && !req_table_init(d) && !xdev_mtable_init(&d->posted) &&
                !xdev_mtable_init(&d->unexpected));
@@ -33,19 +44,19 @@ void fuzz_core_open(fuzz_core_t *fc, int rank, int size, const xdev_tp_ops_t *op
         d->peers[i].cut = UINT64_MAX;
     }
     fc->dev = d;
-    for (int i = 0; i < FUZZ_NRECV; i++) {
-        fc->buf[i] = recv_len[i] ? malloc(recv_len[i]) : NULL;
-        xreq_t *r = xreq_of(&fc->recv[i]);
-        FUZZ_CHECK(req_start(d, r, REQ_RECV, fc->buf[i], recv_len[i], XDEV_ANY_SOURCE, i, 0) ==
-                   XDEV_OK);
-        FUZZ_CHECK(proto_recv(d, r) == XDEV_OK);
-    }
+    for (int i = 0; i < FUZZ_NRECV; i++)
+        post(fc, i, i);
+}
+
+void fuzz_core_catch_up(fuzz_core_t *fc)
+{
+    post(fc, FUZZ_LATE, XDEV_ANY_TAG);
 }
 
 void fuzz_core_check(const fuzz_core_t *fc, size_t received)
 {
     const xdev_t *d = fc->dev;
-    for (int i = 0; i < FUZZ_NRECV; i++) {
+    for (int i = 0; i <= FUZZ_LATE; i++) {
         const xreq_t *r = xreq_of((xdev_request_t *)&fc->recv[i]);
         if (r->phase != PH_DONE)
             continue;
@@ -61,6 +72,6 @@ void fuzz_core_check(const fuzz_core_t *fc, size_t received)
 void fuzz_core_close(fuzz_core_t *fc)
 {
     device_free(fc->dev);
-    for (int i = 0; i < FUZZ_NRECV; i++)
+    for (int i = 0; i <= FUZZ_LATE; i++)
         free(fc->buf[i]);
 }

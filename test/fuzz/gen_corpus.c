@@ -1,6 +1,6 @@
 /*
  * gen_corpus.c - the fuzz targets' seeds, made by the project's own
- * encoders (xdev_wire_encode, shm_ring_push), so that every seed is
+ * encoders (xdev_wire_encode, shm_ring_push, shm_seg_create), so that every seed is
  * something a correct peer sends and the fuzzers start from inside the
  * formats rather than from noise. Run by hand when a format changes:
  *   build-fuzz/test/fuzz/fuzz_gen_corpus test/fuzz/corpus
@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include "gen_corpus.h"
 #include "shm.h"
 
 static const char *root;
 
-static void put(const char *target, const char *name, const void *data, size_t len)
+void put(const char *target, const char *name, const void *data, size_t len)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, target);
@@ -33,12 +36,7 @@ static void put(const char *target, const char *name, const void *data, size_t l
     { .hdr = { .src = 1, .dst = 0, .tag = (tg), .ctx = 0, .type = (ty) },        \
       .f = { (f0), (f1), (f2) } }
 
-typedef struct msg {
-    xdev_head_t h;
-    size_t len; /* payload bytes, all 0x5a */
-} msg_t;
-
-static const msg_t msgs[] = {
+const msg_t msgs[] = {
     { HEAD(XDEV_MSG_EAGER, 1, 0, 0, 0), 5 },          /* fits the 7-byte receive */
     { HEAD(XDEV_MSG_EAGER, 2, 0, 0, 0), 100 },        /* truncated into 64 */
     { HEAD(XDEV_MSG_EAGER_SYNC, 3, 77, 0, 0), 300 },  /* acknowledged */
@@ -48,7 +46,8 @@ static const msg_t msgs[] = {
     { HEAD(XDEV_MSG_RNDZ_DATA, 0, 1, 0, 0), 16 },
 };
 enum { NMSGS = sizeof msgs / sizeof msgs[0] };
-static uint8_t payload[1024];
+const int nmsgs = NMSGS;
+static uint8_t payload[GEN_PAYLOAD_MAX];
 
 static void wire_seeds(void)
 {
@@ -62,13 +61,19 @@ static void wire_seeds(void)
     }
 }
 
+size_t head_and_payload(uint8_t *out, const msg_t *m)
+{
+    size_t n = xdev_wire_encode(&m->h, out);
+    memcpy(out + n, payload, m->len);
+    return n + m->len;
+}
+
 /* tcp: an 8-byte length, the head, the payload (tcp.h). */
 static size_t tcp_frame(uint8_t *out, const msg_t *m)
 {
-    size_t n = xdev_wire_encode(&m->h, out + 8);
-    xdev_put_le64(out, n + m->len);
-    memcpy(out + 8 + n, payload, m->len);
-    return 8 + n + m->len;
+    size_t n = head_and_payload(out + 8, m);
+    xdev_put_le64(out, n);
+    return 8 + n;
 }
 
 static void tcp_frame_seeds(void)
@@ -151,6 +156,43 @@ static void shm_seeds(void)
     shm_image("fragments-wrapping", 2, 3, 64, 62);
 }
 
+
+/* shm: a segment as its owner, rank 1, makes it for nrings senders, read
+ * back from /dev/shm and removed; as fuzz_shm_seg.c reads it: its size,
+ * then its bytes up to the last that is not 0. What differs from run to
+ * run (its pid, where it was mapped) is cleared so that the seeds do not. */
+static void shm_seg_seed(const char *name, int nrings)
+{
+    enum { PAGE = 4096 };
+    xdev_tp_t tp = { .rank = 1, .npeers = nrings, .bell_fd = -1 };
+    shm_peer_t peers[4] = { { .rank = 0 }, { .rank = 2 }, { .rank = 3 }, { .rank = 4 } };
+    tp.peers = peers;
+    char job[32];
+    snprintf(job, sizeof job, "gen%d", (int)getpid());
+    xdev_tp_params_t params = { .rank = 1, .eager_limit = 65536, .job_id = job };
+    if (xdev_job_name(tp.own_name, sizeof tp.own_name, job, 1, "") != XDEV_OK ||
+        shm_seg_create(&tp, &params, PAGE) != XDEV_OK)
+        exit(1);
+    shm_unlink(tp.own_name);
+    if (tp.bell_fd >= 0) {
+        close(tp.bell_fd);
+        unlink(tp.bell_path);
+    }
+    tp.own.hdr->owner_pid = 0;
+    tp.own.hdr->self_addr = 0;
+    static uint8_t out[4 + PAGE];
+    const uint8_t *seg = (const uint8_t *)tp.own.hdr;
+    size_t n = tp.own.bytes;
+    while (n && !seg[n - 1])
+        n--;
+    if (n > PAGE)
+        exit(1);
+    xdev_put_le32(out, (uint32_t)tp.own.bytes);
+    memcpy(out + 4, seg, n);
+    put("shm_seg", name, out, 4 + n);
+    munmap(tp.own.hdr, tp.own.bytes);
+}
+
 static void text_seeds(void)
 {
     static const char *const addrs[][2] = {
@@ -181,6 +223,11 @@ int main(int argc, char **argv)
     tcp_frame_seeds();
     handshake_seeds();
     shm_seeds();
+    shm_seg_seed("one-ring", 1);
+    shm_seg_seed("four-rings", 4);
+#ifdef XDEV_HAVE_OFI
+    ofi_seeds();
+#endif
     text_seeds();
     return 0;
 }

@@ -15,5 +15,8 @@ dirs=("$scratch" "$corpus")
 [ -d "$regress" ] && dirs+=("$regress")
 # UBSan must stop the run for libFuzzer to call a finding a crash.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+# A crash must fail the test: libFuzzer's own exit code for one, 77, is
+# meson's for a skipped test.
 exec "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -error_exitcode=1 \
     -artifact_prefix="$crashes/$(basename "$fuzzer")-" "${dirs[@]}"
