@@ -823,18 +823,28 @@ static bool head_ok(const xdev_t *d, int peer, const xdev_hdr_t *h)
     return h->src == (uint32_t)peer && h->dst == (uint32_t)d->rank && h->tag >= 0 && h->ctx >= 0;
 }
 
-int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
+/* A plain eager message that is all in memory, for a receive already
+ * posted: straight into it, the common case made short. 1 if it went. */
+static int rx_whole(xdev_t *d, int peer, const xdev_rx_t *rx)
 {
     const xdev_hdr_t *h = &rx->head.hdr;
-    d->activity++;
-    rx->dst = NULL;
-    rx->dst_len = 0;
-    rx->dst_iov = NULL;
-    rx->dst_niov = 0;
-    rx->cookie = NULL;
-    rx->unexpected = false;
-    if (!head_ok(d, peer, h))
-        return XDEV_ERR_PEER;
+    peer_t *p = &d->peers[peer];
+    if (h->type != XDEV_MSG_EAGER || rx->len > p->eager_limit || d->finalizing || p->ordering)
+        return 0;
+    xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
+    if (!r)
+        return 0;
+    size_t n = recv_accept(r, peer, h->tag, rx->len);
+    r->arrival = ++p->arrivals;
+    p->bytes_received += rx->len;
+    req_put(r, 0, rx->payload, n);
+    req_complete(d, r, XDEV_OK); /* nothing is open from p: in order */
+    return 1;
+}
+
+static int rx_dispatch(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
+{
+    const xdev_hdr_t *h = &rx->head.hdr;
     switch (h->type) {
     case XDEV_MSG_EAGER:
     case XDEV_MSG_EAGER_SYNC:
@@ -860,23 +870,25 @@ int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     }
 }
 
-int xdev_core_rx_whole(xdev_t *d, int peer, const xdev_hdr_t *h, const void *payload, size_t len)
+int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 {
-    /* Anything the two steps would reject or treat specially goes there. */
-    peer_t *p = &d->peers[peer];
-    if (h->type != XDEV_MSG_EAGER || !head_ok(d, peer, h) || len > p->eager_limit ||
-        d->finalizing || p->ordering)
-        return 0;
-    xreq_t *r = posted_take(d, peer, h->tag, h->ctx);
-    if (!r)
-        return 0;
     d->activity++;
-    size_t n = recv_accept(r, peer, h->tag, len);
-    r->arrival = ++p->arrivals;
-    p->bytes_received += len;
-    req_put(r, 0, payload, n);
-    req_complete(d, r, XDEV_OK); /* nothing is open from p: in order */
-    return 1;
+    rx->cookie = NULL;
+    rx->unexpected = false;
+    if (!head_ok(d, peer, &rx->head.hdr))
+        return XDEV_ERR_PEER;
+    if (rx->payload && rx_whole(d, peer, rx))
+        return XDEV_RX_DONE;
+    rx->dst = NULL;
+    rx->dst_len = 0;
+    rx->dst_iov = NULL;
+    rx->dst_niov = 0;
+    int rc = rx_dispatch(d, peer, token, rx);
+    if (rc != XDEV_RX_DELIVER || !rx->payload)
+        return rc;
+    xdev_rx_place(rx, 0, rx->payload, rx->len);
+    xdev_core_rx_end(d, rx);
+    return XDEV_RX_DONE;
 }
 
 /* A receive's payload is all in place: finish the receive. */

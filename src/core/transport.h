@@ -79,14 +79,18 @@ static inline void xdev_txop_copy(void *dst, const xdev_txop_t *op, size_t off, 
 
 /*
  * An arriving message, as the transport has read it so far. The transport
- * fills head and len; xdev_core_rx_begin fills dst, dst_len and cookie. The
- * transport places the first dst_len payload bytes at dst and discards the
- * rest (a truncated receive), then calls xdev_core_rx_end with the same
- * struct.
+ * fills head, len and payload; xdev_core_rx_begin fills dst, dst_len and
+ * cookie. Unless the core took the message whole (XDEV_RX_DONE), the
+ * transport places the first dst_len payload bytes at dst and discards
+ * the rest (a truncated receive), then calls xdev_core_rx_end with the
+ * same struct.
  */
 typedef struct xdev_rx {
     xdev_head_t head;
     size_t len;      /* payload bytes that follow the head */
+    const void *payload; /* all len of them, where they are already all in
+                          * memory (a record, a whole frame), else NULL:
+                          * the core may then place them itself */
     void *dst;
     size_t dst_len;  /* <= len */
     const xdev_iov_t *dst_iov; /* a vector receive's pieces, in place of dst */
@@ -143,6 +147,8 @@ enum {
     XDEV_RX_DELIVER = 0, /* place the payload now */
     XDEV_RX_DEFER = 1,   /* keep it where it is (socket, ring): stop reading
                           * from this peer until ops->resume is called */
+    XDEV_RX_DONE = 2,    /* rx->payload was given and the core has placed
+                          * it and ended the message: no rx_end */
     /* negative: the peer broke the protocol; drop it */
 };
 
@@ -265,17 +271,10 @@ typedef struct xdev_tp_ops {
 
 /* Calls from a transport into the core. */
 
-/* `token` identifies the connection for a later ops->resume. */
+/* The one way in for an arriving message (see xdev_rx_t). `token`
+ * identifies the connection for a later ops->resume. */
 int xdev_core_rx_begin(xdev_t *dev, int peer, void *token, xdev_rx_t *rx);
 void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx);
-/* Optional shortcut for a message whose payload is all in memory at once
- * (hdr decoded; its fields need not be). If it is a plain eager message
- * (XDEV_MSG_EAGER) and a posted receive matches it, the core copies the
- * payload there and completes the receive (1); otherwise nothing happens
- * (0) and the transport hands the message over in the two steps above,
- * which alone are complete. */
-int xdev_core_rx_whole(xdev_t *dev, int peer, const xdev_hdr_t *hdr, const void *payload,
-                       size_t len);
 /* A queued op is done (err == XDEV_OK) or failed (XDEV_ERR_PEER). */
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err);
 /* A queued rma op finished (XDEV_OK) or failed: XDEV_ERR_PEER, the peer is

@@ -110,6 +110,7 @@ static uint32_t begin_message(xdev_tp_t *tp, int peer, const uint8_t *d, uint32_
     if (head_len <= 0 || total < (uint64_t)head_len || len - IBV_PREFIX > total)
         return 0;
     rx->len = (size_t)(total - (uint64_t)head_len);
+    rx->payload = len - IBV_PREFIX == total ? d + IBV_PREFIX + head_len : NULL;
     p->rx_got = 0;
     *rc = xdev_core_rx_begin(tp->dev, peer, p, rx);
     return (uint32_t)(IBV_PREFIX + head_len);
@@ -129,6 +130,8 @@ static bool feed(xdev_tp_t *tp, int peer, uint32_t idx, uint32_t off)
             ibv_peer_fail(tp, peer);
             return true;
         }
+        if (rc == XDEV_RX_DONE) /* the core took it whole from the buffer */
+            return true;
         p->rx_active = true;
         if (rc == XDEV_RX_DEFER) {
             p->paused = true;

@@ -86,11 +86,12 @@ static void loop_progress(xdev_tp_t *tp, int timeout_ms)
         xdev_txop_t *op = xdev_txq_pop(&tp->queue);
         long head = xdev_wire_decode_head(xdev_txop_head(op), op->head_len, &tp->rx.head);
         tp->rx.len = op->payload_len;
+        tp->rx.payload = op->payload_niov ? NULL : op->payload;
         tp->arriving = op;
         int rc = head > 0 ? xdev_core_rx_begin(tp->dev, tp->rank, tp, &tp->rx) : -1;
-        if (rc < 0) { /* the core refused what it wrote itself */
+        if (rc < 0 || rc == XDEV_RX_DONE) { /* < 0: the core refused what it wrote itself */
             tp->arriving = NULL;
-            xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+            xdev_core_tx_done(tp->dev, op, rc < 0 ? XDEV_ERR_PEER : XDEV_OK);
         } else if (rc == XDEV_RX_DEFER) {
             tp->state = DEFERRED;
         } else {

@@ -161,6 +161,7 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     }
     rx->len = (size_t)len;
     p->rx_off = hdr + head_len;
+    rx->payload = kind == K_WHOLE ? b->data + p->rx_off : NULL;
     p->rx_got = 0;
     p->rx_state = RX_DEFERRED; /* until the core answers */
     int rc = xdev_core_rx_begin(tp->dev, p->rank, p, rx);
@@ -170,6 +171,11 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     }
     if (rc == XDEV_RX_DEFER)
         return false;
+    if (rc == XDEV_RX_DONE) { /* the core took the whole frame */
+        p->rx_state = RX_IDLE;
+        release(tp, p, pop(p), true);
+        return true;
+    }
     return take_payload(tp, p, p->rx_off);
 }
 

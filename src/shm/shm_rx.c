@@ -1,13 +1,12 @@
 /*
  * shm_rx.c - receiving: the records of a peer's ring handed to the core.
  *
- * A message that is all in one record is offered to the core whole
- * (xdev_core_rx_whole), which takes a plain eager one straight into its
- * posted receive where there is one. Otherwise a start record's head goes
- * to xdev_core_rx_begin, which says where the payload belongs; each
- * record's payload is copied straight there (the first dst_len bytes of
- * the message; the rest is read and dropped) and the record released at
- * once, so a long message streams through the ring.
+ * A start record's head goes to xdev_core_rx_begin. When the whole message
+ * is in that record the core may take it from there (a plain eager one
+ * straight into its posted receive); otherwise it says where the payload
+ * belongs, and each record's payload is copied straight there (the first
+ * dst_len bytes of the message; the rest is read and dropped) and the
+ * record released at once, so a long message streams through the ring.
  * When the core defers a message, its start record stays in the ring and
  * the ring is not read until ops->resume gives the payload a place; the
  * copying then happens in the next progress call, not inside resume.
@@ -69,17 +68,9 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     }
     if (p->txq.head && !p->proven && !p->gone)
         shm_flush(tp, p);
-    /* A message all in this record may go straight into the receive
-     * posted for it (the core says whether it does). */
-    size_t chunk = body - 8 - head_len;
-    if (chunk == len &&
-        xdev_core_rx_whole(tp->dev, p->rank, &rx->head.hdr, b + 8 + head_len, chunk)) {
-        rx->unexpected = false;
-        shm_rx_release(&p->rx, ctrl);
-        return true;
-    }
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
+    rx->payload = body - p->rx_skip == len ? b + p->rx_skip : NULL;
     p->rx_got = 0;
     p->rx_state = RX_DEFERRED; /* until the core answers */
     int rc = xdev_core_rx_begin(tp->dev, p->rank, p, rx);
@@ -89,6 +80,11 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     }
     if (rc == XDEV_RX_DEFER)
         return false;
+    if (rc == XDEV_RX_DONE) {
+        p->rx_state = RX_IDLE;
+        shm_rx_release(&p->rx, ctrl);
+        return true;
+    }
     place(p, b + p->rx_skip, body - p->rx_skip);
     placed(tp, p, ctrl);
     return true;

@@ -209,11 +209,17 @@ static bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
         return false; /* the rest of the head is still on its way */
     rx->len = (size_t)(frame - (uint64_t)head_len);
     c->stage_pos += TCP_PREFIX + (size_t)head_len;
+    /* all staged already: the core may take it from the stage */
+    rx->payload = c->stage_end - c->stage_pos >= rx->len ? c->stage + c->stage_pos : NULL;
     c->rx_got = 0;
     int rc = xdev_core_rx_begin(tp->dev, c->peer, c, rx);
     if (rc < 0) {
         *lost = true;
         return false;
+    }
+    if (rc == XDEV_RX_DONE) {
+        c->stage_pos += rx->len;
+        return true; /* still RX_HEAD: on to the next frame */
     }
     c->rx_phase = rc == XDEV_RX_DEFER ? RX_PAUSED : RX_PAYLOAD;
     if (c->rx_phase == RX_PAUSED)
@@ -279,6 +285,8 @@ void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
             }
             if (c->rx_phase == RX_PAUSED)
                 return;
+            if (c->rx_phase == RX_HEAD)
+                continue; /* the core took it whole */
         }
         if (!read_payload(tp, c))
             return;

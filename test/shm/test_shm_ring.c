@@ -99,15 +99,6 @@ int xdev_core_rx_begin(xdev_t *dev, int peer, void *token, xdev_rx_t *rx)
     return XDEV_RX_DELIVER;
 }
 
-/* The fake core takes every message in the two steps (the messages here
- * are never plain eager ones anyway). */
-int xdev_core_rx_whole(xdev_t *dev, int peer, const xdev_hdr_t *hdr, const void *payload,
-                       size_t len)
-{
-    (void)dev, (void)peer, (void)hdr, (void)payload, (void)len;
-    return 0;
-}
-
 void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx)
 {
     (void)dev;

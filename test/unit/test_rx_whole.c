@@ -1,18 +1,19 @@
 /*
- * test_rx_whole.c - the core's shortcut for a whole eager message
- * (xdev_core_rx_whole), without a transport: a message it must not take
- * (from another rank than the one it came by, to another rank, a negative
- * tag or context, over the sender's eager limit, not plain eager, during
- * finalize, or with no receive posted for it) leaves everything as it was
- * for the two-step path to judge; one it takes fills the receive, no more
- * than its buffer holds, and completes it with the right status.
+ * test_rx_whole.c - a message the transport has whole in memory
+ * (xdev_rx_t.payload) through xdev_core_rx_begin, without a transport: a
+ * bad head is refused and changes nothing; a plain eager message for a
+ * posted receive fills it, no more than its buffer holds, completes it
+ * with the right status, and is done in that one call (XDEV_RX_DONE); one
+ * nobody has posted for is buffered whole, and a receive posted later
+ * gets it; one over the sender's eager limit is refused; during finalize
+ * it is dropped. None of these may ask the transport for anything (this
+ * device has none).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
 #include "unit_check.h"
-
 
 enum { ME = 0, PEER = 1, TAG = 5, CTX = 3, LIMIT = 64 };
 
@@ -24,6 +25,7 @@ static xdev_t *new_dev(void)
     d->rank = ME;
     d->size = 3;
     d->flags = XDEV_FLAG_SINGLE_THREAD;
+    d->cfg.unexpected_limit = 1 << 20;
     d->peers = calloc(3, sizeof *d->peers);
     if (!d->peers)
         exit(2);
@@ -36,9 +38,16 @@ static xdev_t *new_dev(void)
 
 static void free_dev(xdev_t *d)
 {
+    while (d->ux_head) {
+        uxmsg_t *e = d->ux_head;
+        d->ux_head = e->next;
+        free(e->data);
+        free(e);
+    }
     xdev_mtable_destroy(&d->posted);
     xdev_mtable_destroy(&d->unexpected);
     req_table_destroy(d);
+    proto_free_ctl(d);
     free(d->peers);
     free(d);
 }
@@ -47,7 +56,15 @@ static void free_dev(xdev_t *d)
 static void post(xdev_t *d, xreq_t *r, void *buf, size_t len)
 {
     CHECK(req_start(d, r, REQ_RECV, buf, len, XDEV_ANY_SOURCE, TAG, CTX) == XDEV_OK);
-    CHECK(proto_recv(d, r) == XDEV_OK && r->phase == PH_RECV_POSTED);
+    CHECK(proto_recv(d, r) == XDEV_OK);
+}
+
+/* rx_begin on a whole plain eager message from PEER with this head. */
+static int arrive(xdev_t *d, xdev_hdr_t h, const void *payload, size_t len)
+{
+    xdev_rx_t rx = { .len = len, .payload = payload };
+    rx.head.hdr = h;
+    return xdev_core_rx_begin(d, PEER, NULL, &rx);
 }
 
 static xdev_hdr_t good(void)
@@ -63,26 +80,18 @@ static void test_refused(void)
     memset(payload, 0x22, sizeof payload);
     xreq_t r;
     post(d, &r, buf, sizeof buf);
-    xdev_hdr_t h[6];
-    for (int i = 0; i < 6; i++)
+    xdev_hdr_t h[4];
+    for (int i = 0; i < 4; i++)
         h[i] = good();
-    h[0].src = 2;                      /* not the rank it came by */
-    h[1].dst = 2;                      /* not for us */
+    h[0].src = 2; /* not the rank it came by */
+    h[1].dst = 2; /* not for us */
     h[2].tag = -1;
     h[3].ctx = -1;
-    h[4].type = XDEV_MSG_EAGER_SYNC;   /* needs its acknowledgement */
-    h[5].type = XDEV_MSG_RNDZ_START;
-    for (int i = 0; i < 6; i++)
-        CHECK(xdev_core_rx_whole(d, PEER, &h[i], payload, 8) == 0);
-    xdev_hdr_t ok = good();
-    CHECK(xdev_core_rx_whole(d, PEER, &ok, payload, LIMIT + 1) == 0); /* over its limit */
-    d->finalizing = true;
-    CHECK(xdev_core_rx_whole(d, PEER, &ok, payload, 8) == 0);
-    d->finalizing = false;
-    ok.tag = TAG + 1; /* nothing posted for it */
-    CHECK(xdev_core_rx_whole(d, PEER, &ok, payload, 8) == 0);
-    /* the receive is still posted, untouched */
-    CHECK(r.phase == PH_RECV_POSTED && buf[0] == 0x11 && d->activity == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(arrive(d, h[i], payload, 8) == XDEV_ERR_PEER);
+    CHECK(arrive(d, good(), payload, LIMIT + 1) == XDEV_ERR_PEER); /* over its limit */
+    /* the receive is still posted, untouched, and nothing was buffered */
+    CHECK(r.phase == PH_RECV_POSTED && buf[0] == 0x11 && !d->ux_head);
     req_reap(d, &r, NULL);
     free_dev(d);
 }
@@ -96,14 +105,33 @@ static void test_taken(void)
     memset(buf, 0x11, sizeof buf);
     xreq_t r;
     post(d, &r, buf, 8); /* 4 bytes of guard after it */
-    xdev_hdr_t h = good();
-    CHECK(xdev_core_rx_whole(d, PEER, &h, payload, 12) == 1);
+    CHECK(arrive(d, good(), payload, 12) == XDEV_RX_DONE);
     CHECK(r.phase == PH_DONE && r.status.source == PEER && r.status.tag == TAG);
-    CHECK(r.status.count == 8 && r.status.error == XDEV_ERR_TRUNCATE);
+    CHECK(r.status.count == 8 && r.status.msg_len == 12 && r.status.error == XDEV_ERR_TRUNCATE);
     CHECK(memcmp(buf, payload, 8) == 0 && buf[8] == 0x11 && buf[11] == 0x11);
     CHECK(req_cq_pop(d) == &r); /* xdev_peek hands it out */
-    CHECK(xdev_core_rx_whole(d, PEER, &h, payload, 4) == 0); /* nothing posted now */
     req_reap(d, &r, NULL);
+    free_dev(d);
+}
+
+static void test_buffered(void)
+{
+    xdev_t *d = new_dev();
+    char buf[16], payload[10];
+    for (int i = 0; i < 10; i++)
+        payload[i] = (char)(0x40 + i);
+    CHECK(arrive(d, good(), payload, sizeof payload) == XDEV_RX_DONE);
+    memset(payload, 0, sizeof payload); /* the transport's memory is its own again */
+    CHECK(d->ux_head && d->ux_head->state == UX_READY && d->ux_head->len == 10);
+    xreq_t r;
+    memset(buf, 0x11, sizeof buf);
+    post(d, &r, buf, sizeof buf);
+    CHECK(r.phase == PH_DONE && r.status.count == 10 && r.status.error == XDEV_OK);
+    CHECK(buf[0] == 0x40 && buf[9] == 0x49 && buf[10] == 0x11 && !d->ux_head);
+    req_reap(d, &r, NULL);
+
+    d->finalizing = true; /* nobody will receive it: dropped, not buffered */
+    CHECK(arrive(d, good(), payload, sizeof payload) == XDEV_RX_DONE && !d->ux_head);
     free_dev(d);
 }
 
@@ -111,6 +139,7 @@ int main(void)
 {
     test_refused();
     test_taken();
+    test_buffered();
     printf("test_rx_whole: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
