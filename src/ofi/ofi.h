@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include "../kit/regcache.h"
 #include "../core/transport.h"
+#include "../kit/rxmsg.h"
 #include "../kit/txq.h"
 
 #define OFI_HDR 8            /* frame header */
@@ -64,13 +65,6 @@ enum ofi_kind {
     K_PING,      /* no data; takes a credit; finds out a dead peer */
     K_CREDIT,    /* credits only (reserve) */
     K_BYE,       /* nothing more follows (reserve) */
-};
-
-enum ofi_rx_state {
-    RX_IDLE,     /* between messages */
-    RX_DEFERRED, /* the core has not said where the payload goes */
-    RX_RESUMED,  /* it has: the first frame is still at the backlog head */
-    RX_PAYLOAD,  /* MORE frames are still to come */
 };
 
 /* A receive buffer of the pool. */
@@ -145,10 +139,9 @@ typedef struct ofi_peer {
     ofi_rxbuf_t *backlog_head, *backlog_tail;
     ofi_rxbuf_t *early[OFI_EARLY_MAX]; /* early[i]: seq rx_seq + i arrived */
     unsigned nearly;
-    uint8_t rx_state;
+    xdev_rxmsg_t in;      /* the message being read; RESUMED: its first
+                           * frame is still at the backlog head */
     size_t rx_off;        /* where the payload starts in the backlog head */
-    size_t rx_got;
-    xdev_rx_t rx;
     struct ofi_peer *service_next;
 } ofi_peer_t;
 

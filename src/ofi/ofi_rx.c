@@ -108,31 +108,16 @@ static ofi_rxbuf_t *pop(ofi_peer_t *p)
     return b;
 }
 
-/* Copy n payload bytes; false if the peer sends more than it announced. */
-static bool place(ofi_peer_t *p, const uint8_t *src, size_t n)
-{
-    if (n > p->rx.len - p->rx_got)
-        return false;
-    xdev_rx_place(&p->rx, p->rx_got, src, n);
-    p->rx_got += n;
-    return true;
-}
-
 /* The backlog head's payload from `off` on belongs to the current message. */
 static bool take_payload(xdev_tp_t *tp, ofi_peer_t *p, size_t off)
 {
     ofi_rxbuf_t *b = p->backlog_head;
-    if (!place(p, b->data + off, b->len - off)) {
+    if (!xdev_rxmsg_place(&p->in, b->data + off, b->len - off)) {
         ofi_peer_fail(tp, p);
         return false;
     }
     release(tp, p, pop(p), true);
-    if (p->rx_got < p->rx.len) {
-        p->rx_state = RX_PAYLOAD;
-        return true;
-    }
-    p->rx_state = RX_IDLE;
-    xdev_core_rx_end(tp->dev, &p->rx);
+    xdev_rxmsg_placed(tp->dev, &p->in);
     return true;
 }
 
@@ -143,7 +128,7 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     ofi_rxbuf_t *b = p->backlog_head;
     uint8_t kind = b->data[0];
     size_t hdr = kind == K_FIRST ? OFI_FIRST_HDR : OFI_HDR;
-    xdev_rx_t *rx = &p->rx;
+    xdev_rx_t *rx = &p->in.rx;
     /* A buffer holds a whole head: one cut short is as broken as a bad one. */
     long head = (kind == K_WHOLE || kind == K_FIRST) && b->len >= hdr
                     ? xdev_wire_decode_head(b->data + hdr, b->len - hdr, &rx->head)
@@ -162,9 +147,7 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     rx->len = (size_t)len;
     p->rx_off = hdr + head_len;
     rx->payload = kind == K_WHOLE ? b->data + p->rx_off : NULL;
-    p->rx_got = 0;
-    p->rx_state = RX_DEFERRED; /* until the core answers */
-    int rc = xdev_core_rx_begin(tp->dev, p->rank, p, rx);
+    int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
         ofi_peer_fail(tp, p);
         return false;
@@ -172,7 +155,6 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     if (rc == XDEV_RX_DEFER)
         return false;
     if (rc == XDEV_RX_DONE) { /* the core took the whole frame */
-        p->rx_state = RX_IDLE;
         release(tp, p, pop(p), true);
         return true;
     }
@@ -186,13 +168,13 @@ void ofi_rx_drain(xdev_tp_t *tp, ofi_peer_t *p)
         if (!p->backlog_head || p->failed)
             return;
         bool go_on;
-        switch (p->rx_state) {
-        case RX_DEFERRED:
+        switch (p->in.state) {
+        case XDEV_RXMSG_DEFERRED:
             return;
-        case RX_RESUMED:
+        case XDEV_RXMSG_RESUMED:
             go_on = take_payload(tp, p, p->rx_off);
             break;
-        case RX_PAYLOAD:
+        case XDEV_RXMSG_PAYLOAD:
             if (p->backlog_head->data[0] != K_MORE) {
                 ofi_peer_fail(tp, p);
                 return;
@@ -307,15 +289,12 @@ void ofi_rx_drop(xdev_tp_t *tp, ofi_peer_t *p)
         p->early[i] = NULL;
     }
     p->nearly = 0;
-    p->rx_state = RX_IDLE;
+    p->in.state = XDEV_RXMSG_IDLE;
 }
 
 void ofi_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     ofi_peer_t *p = token;
-    if (p->failed || p->rx_state != RX_DEFERRED)
-        return;
-    xdev_rx_set_dst(&p->rx, to);
-    p->rx_state = RX_RESUMED;
-    ofi_service_later(tp, p);
+    if (!p->failed && xdev_rxmsg_resume(&p->in, to))
+        ofi_service_later(tp, p);
 }

@@ -115,7 +115,7 @@ void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
     say_goodbye(p);
     shm_fail_queue(tp, p);
     fail_copies(tp, p);
-    p->rx_state = RX_IDLE;
+    p->in.state = XDEV_RXMSG_IDLE;
     xdev_core_peer_failed(tp->dev, p->rank);
 }
 
@@ -123,7 +123,8 @@ void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
  * the core deferred waits for its resume first, as a paused socket does. */
 static void settle(xdev_tp_t *tp, shm_peer_t *p)
 {
-    if ((p->rx_state == RX_IDLE || p->rx_state == RX_PAYLOAD) && !shm_rx_peek(&p->rx))
+    bool waits = p->in.state == XDEV_RXMSG_DEFERRED || p->in.state == XDEV_RXMSG_RESUMED;
+    if (!waits && !shm_rx_peek(&p->rx))
         shm_peer_fail(tp, p);
 }
 
@@ -177,7 +178,7 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
             continue;
         if (p->txq.head && !p->gone)
             shm_flush(tp, p);
-        if (p->rx_state != RX_IDLE || shm_rx_peek(&p->rx))
+        if (p->in.state != XDEV_RXMSG_IDLE || shm_rx_peek(&p->rx))
             shm_rx_poll(tp, p);
         if (p->gone && !p->failed)
             settle(tp, p);

@@ -33,6 +33,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include "../core/transport.h"
+#include "../kit/rxmsg.h"
 #include "../kit/txq.h"
 #include "shm_ring.h"
 
@@ -71,13 +72,6 @@ typedef struct shm_seg {
     size_t bytes;
 } shm_seg_t;
 
-enum shm_rx_state {
-    RX_IDLE,     /* between messages */
-    RX_DEFERRED, /* the core has not said where the payload goes */
-    RX_RESUMED,  /* it has: the start record is still in the ring */
-    RX_PAYLOAD,  /* fragments of the payload are still to come */
-};
-
 enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 
 typedef struct shm_peer {
@@ -86,7 +80,6 @@ typedef struct shm_peer {
     bool failed;     /* the core has been told */
     bool proven;     /* it has read from our ring to it */
     bool rx_seen;    /* we told it we read its ring */
-    uint8_t rx_state;
     uint8_t cma;
     int pid;
     int pidfd;       /* -1: fall back to kill(pid, 0) */
@@ -97,9 +90,9 @@ typedef struct shm_peer {
     shm_txring_t tx;
     xdev_txq_t txq;
     shm_rxring_t rx;    /* its ring to us, in our segment */
-    size_t rx_got;      /* payload bytes of the current message read */
+    xdev_rxmsg_t in;    /* the message being read from it; RESUMED: its
+                         * start record is still in the ring */
     size_t rx_skip;     /* start record: framing and head before the payload */
-    xdev_rx_t rxm;
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
 } shm_peer_t;

@@ -135,11 +135,12 @@ static bool has_work(xdev_tp_t *tp)
         if (p->failed)
             continue;
         if (p->gone) { /* to be settled once it is read to the end */
-            if (p->rx_state == RX_IDLE || p->rx_state == RX_PAYLOAD)
+            if (p->in.state == XDEV_RXMSG_IDLE || p->in.state == XDEV_RXMSG_PAYLOAD)
                 return true;
             continue;
         }
-        if (p->rx_state == RX_RESUMED || (p->rx_state != RX_DEFERRED && shm_rx_peek(&p->rx)))
+        if (p->in.state == XDEV_RXMSG_RESUMED ||
+            (p->in.state != XDEV_RXMSG_DEFERRED && shm_rx_peek(&p->rx)))
             return true;
         xdev_txop_t *op = p->txq.head;
         if (op && (op->sent < (size_t)op->head_len + op->payload_len

@@ -19,23 +19,19 @@
 #include <string.h>
 #include "shm.h"
 
-static void place(shm_peer_t *p, const uint8_t *src, size_t n)
+/* Place the payload in the record at the head from byte `skip` on,
+ * release the record, and end the message once it is complete. False
+ * (the peer failed) if it holds more than the message announced. */
+static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
 {
-    xdev_rx_place(&p->rxm, p->rx_got, src, n);
-    p->rx_got += n;
-}
-
-/* The record at the head has been placed: release it, and hand the
- * message to the core once it is complete. */
-static void placed(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
-{
-    shm_rx_release(&p->rx, ctrl);
-    if (p->rx_got < p->rxm.len) {
-        p->rx_state = RX_PAYLOAD;
-        return;
+    size_t body = (size_t)(ctrl & SHM_REC_BYTES);
+    if (body < skip || !xdev_rxmsg_place(&p->in, shm_rx_body(&p->rx) + skip, body - skip)) {
+        shm_peer_fail(tp, p);
+        return false;
     }
-    p->rx_state = RX_IDLE;
-    xdev_core_rx_end(tp->dev, &p->rxm);
+    shm_rx_release(&p->rx, ctrl);
+    xdev_rxmsg_placed(tp->dev, &p->in);
+    return true;
 }
 
 /* Parse a start record and ask the core where its payload goes. Returns
@@ -44,7 +40,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
 {
     size_t body = (size_t)(ctrl & SHM_REC_BYTES);
     const uint8_t *b = shm_rx_body(&p->rx);
-    xdev_rx_t *rx = &p->rxm;
+    xdev_rx_t *rx = &p->in.rx;
     /* A start record holds a whole head: one cut short is as broken as a
      * bad one. */
     long head = (ctrl & SHM_REC_START) && body >= 8
@@ -71,9 +67,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
     rx->payload = body - p->rx_skip == len ? b + p->rx_skip : NULL;
-    p->rx_got = 0;
-    p->rx_state = RX_DEFERRED; /* until the core answers */
-    int rc = xdev_core_rx_begin(tp->dev, p->rank, p, rx);
+    int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
         shm_peer_fail(tp, p);
         return false;
@@ -81,50 +75,40 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     if (rc == XDEV_RX_DEFER)
         return false;
     if (rc == XDEV_RX_DONE) {
-        p->rx_state = RX_IDLE;
         shm_rx_release(&p->rx, ctrl);
         return true;
     }
-    place(p, b + p->rx_skip, body - p->rx_skip);
-    placed(tp, p, ctrl);
-    return true;
+    return take(tp, p, ctrl, p->rx_skip);
 }
 
 /* The core gave a deferred message a place: the start record is still
- * at the head of the ring. */
+ * at the head of the ring, unless the peer rewrote it. */
 static void resume_message(xdev_tp_t *tp, shm_peer_t *p)
 {
     uint64_t ctrl = shm_rx_peek(&p->rx);
-    size_t body = (size_t)(ctrl & SHM_REC_BYTES);
-    /* The record is the one parsed before, unless the peer rewrote it. */
-    if (!(ctrl & SHM_REC_START) || !shm_rx_valid(&p->rx, ctrl) || body < p->rx_skip ||
-        body - p->rx_skip > p->rxm.len) {
+    if (!(ctrl & SHM_REC_START) || !shm_rx_valid(&p->rx, ctrl)) {
         shm_peer_fail(tp, p);
         return;
     }
-    place(p, shm_rx_body(&p->rx) + p->rx_skip, body - p->rx_skip);
-    placed(tp, p, ctrl);
+    take(tp, p, ctrl, p->rx_skip);
 }
 
 static bool fragment(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
 {
-    size_t body = (size_t)(ctrl & SHM_REC_BYTES);
-    if ((ctrl & SHM_REC_START) || body > p->rxm.len - p->rx_got) {
+    if (ctrl & SHM_REC_START) {
         shm_peer_fail(tp, p);
         return false;
     }
-    place(p, shm_rx_body(&p->rx), body);
-    placed(tp, p, ctrl);
-    return true;
+    return take(tp, p, ctrl, 0);
 }
 
 static void read_ring(xdev_tp_t *tp, shm_peer_t *p)
 {
     /* Bounded, so one busy peer cannot starve the others. */
     for (int n = 0; n < SHM_RX_BUDGET && !p->failed; n++) {
-        if (p->rx_state == RX_DEFERRED)
+        if (p->in.state == XDEV_RXMSG_DEFERRED)
             return;
-        if (p->rx_state == RX_RESUMED) {
+        if (p->in.state == XDEV_RXMSG_RESUMED) {
             resume_message(tp, p);
             continue;
         }
@@ -136,7 +120,7 @@ static void read_ring(xdev_tp_t *tp, shm_peer_t *p)
             return;
         }
         if (ctrl & SHM_REC_PAD) {
-            if (p->rx_state != RX_IDLE || (ctrl & SHM_REC_START) ||
+            if (p->in.state != XDEV_RXMSG_IDLE || (ctrl & SHM_REC_START) ||
                 (p->rx.head & p->rx.mask) + shm_rec_size(ctrl & SHM_REC_BYTES) != p->rx.size) {
                 shm_peer_fail(tp, p);
                 return;
@@ -144,12 +128,12 @@ static void read_ring(xdev_tp_t *tp, shm_peer_t *p)
             shm_rx_release(&p->rx, ctrl);
             continue;
         }
-        bool go_on = p->rx_state == RX_IDLE ? start_message(tp, p, ctrl) : fragment(tp, p, ctrl);
+        bool go_on = p->in.state == XDEV_RXMSG_IDLE ? start_message(tp, p, ctrl) : fragment(tp, p, ctrl);
         /* One unexpected message per call: the rest waits in the ring,
          * where it costs nothing and fills it so that the sender waits,
          * rather than in buffers that a lagging receiver would have to
          * allocate (first touches of fresh pages cost 13 us each here). */
-        if (!go_on || (p->rx_state == RX_IDLE && p->rxm.unexpected))
+        if (!go_on || (p->in.state == XDEV_RXMSG_IDLE && p->in.rx.unexpected))
             return;
     }
 }
@@ -167,8 +151,6 @@ void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     (void)tp;
     shm_peer_t *p = token;
-    if (p->failed || p->rx_state != RX_DEFERRED)
-        return;
-    xdev_rx_set_dst(&p->rxm, to);
-    p->rx_state = RX_RESUMED;
+    if (!p->failed)
+        xdev_rxmsg_resume(&p->in, to);
 }

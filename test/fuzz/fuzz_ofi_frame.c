@@ -213,8 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_buffers(tp, p);
     FUZZ_CHECK(p->credits >= 0 && p->credits <= tp->credits);
     FUZZ_CHECK(prov.credits_back <= prov.from_peer);
-    if (p->rx_state == RX_PAYLOAD)
-        FUZZ_CHECK(p->rx_got <= p->rx.len);
+    if (p->in.state == XDEV_RXMSG_PAYLOAD)
+        FUZZ_CHECK(p->in.got <= p->in.rx.len);
     fuzz_core_check(&fc, prov.delivered);
 
     xdev_ofi_ops.close(tp);

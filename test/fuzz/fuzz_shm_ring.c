@@ -71,15 +71,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_core_open(&fc, ME, 2, &xdev_shm_ops, tp);
     tp->dev = fc.dev;
 
-    for (int i = 0; i < 8 && !p->failed && p->rx_state != RX_DEFERRED; i++)
+    for (int i = 0; i < 8 && !p->failed && p->in.state != XDEV_RXMSG_DEFERRED; i++)
         shm_rx_poll(tp, p);
 
     FUZZ_CHECK(p->rx.head % SHM_LINE == 0);
     FUZZ_CHECK(atomic_load(&p->rx.ctl->head) == p->rx.head);
     FUZZ_CHECK(p->failed == fc.dev->peers[PEER].dead);
     FUZZ_CHECK(p->failed == (atomic_load(&p->rx.ctl->closed) == 1));
-    if (p->rx_state == RX_PAYLOAD)
-        FUZZ_CHECK(p->rx_got <= p->rxm.len);
+    if (p->in.state == XDEV_RXMSG_PAYLOAD)
+        FUZZ_CHECK(p->in.got <= p->in.rx.len);
     /* what was released, and at most one record still being read */
     fuzz_core_check(&fc, p->rx.head - start + RING);
 
