@@ -4,7 +4,7 @@
 #
 #   scripts/test.sh              release + ASan/UBSan + TSan builds, one
 #                                without libpmix (a selection), and the
-#                                fuzz targets for 16 s each (clang)
+#                                fuzz targets for 15 s each (clang)
 #   XDEV_TEST_BUILDS=plain scripts/test.sh   only the plain build
 set -uo pipefail
 cd "$(dirname "$0")/.."

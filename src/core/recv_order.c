@@ -114,6 +114,7 @@ void order_fail(xdev_t *d, xreq_t *r, int err)
 {
     peer_t *p = sender_of(d, r);
     close_open(p, r);
+    r->status.count = 0; /* what was read of it does not count (xdev.h) */
     /* A receive that failed with its sender (before the transport has
      * told us the sender is gone) cuts the stream there. */
     if (err == XDEV_ERR_PEER && r->arrival < p->cut) {

@@ -171,7 +171,15 @@ void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
     if (!p->remote_ready)
         ibv_peer_remote_ready(tp, p); /* it sent: its QP is ready */
     if (imm & IMM_CREDITS_MASK) {
-        p->credits += (int)(imm & IMM_CREDITS_MASK);
+        int granted = (int)(imm & IMM_CREDITS_MASK);
+        /* back more buffers than we ever filled: a broken peer, whose
+         * grants would overrun its own queue (and, summed, an int) */
+        if (granted > tp->credits - p->credits) {
+            tp->repost[tp->nrepost++] = idx;
+            ibv_peer_fail(tp, peer);
+            return;
+        }
+        p->credits += granted;
         ibv_tx_kick(tp, p);
     }
     if (imm & IMM_CREDIT_ONLY) {

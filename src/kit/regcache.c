@@ -38,6 +38,9 @@ struct xdev_regcache {
     pthread_mutex_t lock;
     xdev_reg_t *entries;     /* cached, valid */
     xdev_reg_t *dropped;     /* invalidated, not yet deregistered */
+    xdev_reg_t *uncached;    /* held for one use each: close ends those a
+                              * finalize abandoned (the transport's close
+                              * may not leave them registered) */
     unsigned nentries, max;
     uint64_t clock, regs, hits;
     uintptr_t page;
@@ -279,6 +282,10 @@ int xdev_regcache_get(xdev_regcache_t *c, void *addr, size_t len, xdev_reg_t **o
         }
         rc = c->p.reg(c->p.ctx, (void *)start, end - start, r);
         c->regs++;
+        if (rc == XDEV_OK && !r->cached) {
+            r->next = c->uncached;
+            c->uncached = r;
+        }
         if (rc != XDEV_OK) {
             if (r->cached)
                 invalidate(c, start, end); /* moves it to dropped ... */
@@ -303,6 +310,10 @@ void xdev_regcache_put(xdev_regcache_t *c, xdev_reg_t *r)
     pthread_mutex_lock(&c->lock);
     r->refs--;
     if (!r->refs && !r->cached && r->valid) {
+        xdev_reg_t **pp = &c->uncached; /* a few: the rendezvous under way */
+        while (*pp != r)
+            pp = &(*pp)->next;
+        *pp = r->next;
         drop(c, r); /* never cached: a registration for one use */
     } else {
         reap_dropped(c);
@@ -335,6 +346,11 @@ void xdev_regcache_close(xdev_regcache_t *c)
     while (c->dropped) {
         xdev_reg_t *r = c->dropped;
         c->dropped = r->next;
+        drop(c, r);
+    }
+    while (c->uncached) {
+        xdev_reg_t *r = c->uncached;
+        c->uncached = r->next;
         drop(c, r);
     }
     if (c->uffd >= 0)

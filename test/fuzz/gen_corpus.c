@@ -228,6 +228,9 @@ int main(int argc, char **argv)
 #ifdef XDEV_HAVE_OFI
     ofi_seeds();
 #endif
+#ifdef XDEV_HAVE_IBV
+    ibv_seeds();
+#endif
     text_seeds();
     return 0;
 }

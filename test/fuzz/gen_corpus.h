@@ -30,4 +30,7 @@ size_t head_and_payload(uint8_t *out, const msg_t *m);
 /* gen_corpus_ofi.c */
 void ofi_seeds(void);
 
+/* gen_corpus_ibv.c */
+void ibv_seeds(void);
+
 #endif
