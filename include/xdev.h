@@ -378,14 +378,15 @@ XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t 
 
 /*
  * Receive the claimed message *msg into buf, as xdev_irecv would have
- * (truncation, status and the prefix rule alike), and zero *msg. One gap
- * in the prefix rule: a claim does not start a rendezvous, and a claimed
- * message received before an earlier claimed rendezvous of the same
- * sender completes at once (holding it back would hang a thread that
- * receives its claims out of order); if the sender dies before that
- * rendezvous is received, the rendezvous fails and the later message
- * has been delivered. Receive claims in the order they were made to
- * keep the rule whole. Errors:
+ * (truncation, status and the prefix rule alike), and zero *msg. Claims
+ * may be received in any order. When a sender's later message is
+ * received before its earlier claimed rendezvous, the library first
+ * reads that rendezvous's data into memory of its own (the prefix rule
+ * needs it in before the later message completes, and a thread that
+ * receives its claims out of order must not wait for itself); the claim's
+ * receive is then a copy. If that memory cannot be had, the later message
+ * completes at once, and should the sender then die the earlier claim
+ * fails with XDEV_ERR_PEER. Errors:
  * XDEV_ERR_ARG for a NULL dev, msg or req, an active req, NULL buf with
  * len > 0, or a handle that is empty, of another device, or received
  * already.

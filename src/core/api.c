@@ -28,7 +28,7 @@ int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
     dev_lock(d);
     int rc = req_start(d, r, REQ_SEND, (void *)buf, len, dst, tag, ctx);
     if (rc == XDEV_OK) {
-        r->flags = (uint8_t)(flags & F_PRIVATE);
+        r->flags = (uint16_t)(flags & F_PRIVATE);
         r->niov = (uint8_t)niov;
         if ((rc = proto_send(d, r, flags & F_SYNC)) != XDEV_OK)
             req_reap(d, r, NULL);
@@ -64,7 +64,7 @@ int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_
     dev_lock(d);
     int rc = req_start(d, r, REQ_RECV, buf, len, src, tag, ctx);
     if (rc == XDEV_OK) {
-        r->flags = (uint8_t)flags;
+        r->flags = (uint16_t)flags;
         r->niov = (uint8_t)niov;
         if ((rc = proto_recv(d, r)) != XDEV_OK)
             req_reap(d, r, NULL);

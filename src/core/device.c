@@ -16,6 +16,7 @@ void device_free(xdev_t *d)
         uxmsg_t *e = d->ux_head;
         d->ux_head = e->next;
         free(e->data);
+        free(e->fetch); /* its request was abandoned with the caller's */
         free(e);
     }
     xdev_mtable_destroy(&d->posted);
@@ -136,7 +137,7 @@ int xdev_finalize(xdev_t *d)
 
     /* Abandon what the caller never reaped, finished or not: its storage
      * is the caller's again. */
-    int rc = d->nactive ? XDEV_ERR_CANCELED : XDEV_OK;
+    int rc = d->nactive > d->fetches ? XDEV_ERR_CANCELED : XDEV_OK;
     for (uint32_t i = 0; i < d->nslots; i++)
         if (d->slots[i].req)
             req_reap(d, d->slots[i].req, NULL);

@@ -41,6 +41,9 @@ enum req_flag {
                          * open list (peer_t) until its data is in */
     F_HELD = 1 << 7,    /* a receive whose data is in, held back on its
                          * sender's held list behind an open one */
+    F_FETCH = 1 << 8,   /* the core's own receive of a claimed
+                         * rendezvous (proto.c: fetch_claim): it completes
+                         * into the message, never to a caller */
 };
 
 /* What a txop carries (xdev_txop_t.owner). */
@@ -65,7 +68,7 @@ typedef struct xreq {
     size_t len;           /* bytes in all (a vector's total) */
     int peer, tag, ctx;
     uint8_t kind, phase;
-    uint8_t flags;
+    uint16_t flags;
     uint8_t rndz_mode;    /* XDEV_RNDZ_* a rendezvous send asked for */
     uint8_t niov;         /* pieces of a vector request, 0 for one buffer */
     uint8_t ctl_claim;    /* a receive's claim on cached control ops */
@@ -116,6 +119,8 @@ typedef struct uxmsg {
                                   * probe: only its handle receives it */
     uint64_t claim;              /* which claim, for the handle to check */
     struct uxmsg *cl_prev, *cl_next; /* xdev.claimed, while claimed */
+    struct claim_fetch *fetch;   /* the core reading a claimed rendezvous's
+                                  * data ahead of its handle (proto.c) */
     uint64_t arrival;            /* place in its sender's stream */
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
@@ -151,6 +156,8 @@ typedef struct peer {
                          * UINT64_MAX while nothing is lost */
     struct xreq *open;  /* by arrival: see above */
     struct xreq *held;
+    uint32_t claimed_offers; /* claimed rendezvous offers whose data is
+                              * neither received nor fetched */
 } peer_t;
 
 #define XDEV_MAX_TRANSPORTS 2
@@ -197,6 +204,8 @@ struct xdev {
     uxmsg_t *ux_head, *ux_tail;
     uxmsg_t *claimed;          /* matched-probed messages not yet received */
     uint64_t claims;
+    size_t fetches;            /* claims being fetched: the core's own
+                                * active requests, not the caller's */
     size_t ux_bytes, ux_peak, ux_deferred;
 
     uint64_t auth_key[2];
@@ -273,6 +282,11 @@ void proto_claim(xdev_t *d, uxmsg_t *e);
 uxmsg_t *proto_find_claim(xdev_t *d, const void *e, uint64_t claim);
 void proto_recv_claimed(xdev_t *d, uxmsg_t *e, xreq_t *r);
 void proto_drop(xdev_t *d, uxmsg_t *e);
+/* A receive of src's message `before` in its stream is done: fetch the
+ * claimed offers that came earlier, so that it can wait for them; and a
+ * fetch of ours finished (from req_complete). */
+void proto_fetch_claims(xdev_t *d, int src, uint64_t before);
+void proto_fetch_done(xdev_t *d, xreq_t *r);
 /* Cancel r if nothing of it has happened yet: XDEV_OK (r completed with
  * XDEV_ERR_CANCELED) or XDEV_ERR_TOO_LATE (r goes on as usual). */
 int proto_cancel(xdev_t *d, xreq_t *r);
@@ -334,6 +348,8 @@ void order_fail(xdev_t *d, xreq_t *r, int err);   /* it failed */
 uint64_t order_first_open(const peer_t *p);       /* UINT64_MAX if none */
 /* the sender died: its stream is cut at `cut`; fail its open and held */
 void order_sender_failed(xdev_t *d, int peer, uint64_t cut);
+void order_claim(peer_t *p);    /* a rendezvous offer of p's was claimed */
+void order_unclaim(peer_t *p);  /* ...and is received or being fetched */
 
 /* progress.c */
 void progress_once(xdev_t *d);

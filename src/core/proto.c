@@ -360,7 +360,7 @@ void proto_release_mem(xdev_t *d, xreq_t *r)
     const xdev_tp_ops_t *ops = peer_ops(d, peer);
     if (ops->mem_release)
         ops->mem_release(peer_tp(d, peer), &r->mem);
-    r->flags &= (uint8_t)~F_MEM;
+    r->flags &= (uint16_t)~F_MEM;
 }
 
 /* Hand r's rma op (filled in) to the transport. 1: done already; 0: it
@@ -1083,6 +1083,8 @@ void proto_claim(xdev_t *d, uxmsg_t *e)
     e->claimed = true;
     e->claim = ++d->claims;
     XDEV_DLIST_PUSH(d->claimed, e, cl_prev, cl_next);
+    if (e->type == XDEV_MSG_RNDZ_START)
+        order_claim(&d->peers[e->src]);
 }
 
 /* Claims are few (messages probed and not yet received), so a walk is
@@ -1099,7 +1101,77 @@ void proto_recv_claimed(xdev_t *d, uxmsg_t *e, xreq_t *r)
 {
     XDEV_DLIST_UNLINK_HEAD(d->claimed, e, cl_prev, cl_next);
     e->claimed = false;
+    if (e->type == XDEV_MSG_RNDZ_START)
+        order_unclaim(&d->peers[e->src]);
     take_unexpected(d, e, r);
+}
+
+/*
+ * A claimed rendezvous has no buffer until its handle is received, yet a
+ * message its sender sent after it may be received first (a thread may
+ * receive its claims in any order). Holding that receive back until the
+ * handle is received could wait forever, and letting it complete would
+ * break the prefix rule if the sender then died. So the core reads the
+ * claim's data into memory of its own, as an open receive like any
+ * rendezvous, and the later receive is held behind it as usual. Claims
+ * received in the order they were made never pay for this copy.
+ */
+struct claim_fetch {
+    xdev_request_t req; /* first: found again from its request */
+    uxmsg_t *msg;
+};
+
+static void fetch_claim(xdev_t *d, uxmsg_t *e)
+{
+    struct claim_fetch *f = malloc(sizeof *f);
+    void *data = malloc(e->len ? e->len : 1);
+    xreq_t *r = f ? xreq_of(&f->req) : NULL;
+    if (!f || !data || req_start(d, r, REQ_RECV, data, e->len, e->src, e->tag, e->ctx) != XDEV_OK) {
+        /* Memory ran out: the later receive completes unheld (xdev.h),
+         * and the next one tries again. */
+        free(f);
+        free(data);
+        return;
+    }
+    f->msg = e;
+    e->fetch = f;
+    e->data = data;
+    e->type = XDEV_MSG_EAGER; /* its data will be here, as an eager message's is */
+    e->state = UX_ARRIVING;
+    d->fetches++;
+    order_unclaim(&d->peers[e->src]);
+    r->flags |= F_FETCH;
+    recv_accept(r, e->src, e->tag, e->len);
+    r->arrival = e->arrival;
+    rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
+}
+
+void proto_fetch_claims(xdev_t *d, int src, uint64_t before)
+{
+    for (uxmsg_t *e = d->claimed; e; e = e->cl_next)
+        if (e->src == src && e->type == XDEV_MSG_RNDZ_START && e->state == UX_READY &&
+            e->arrival < before)
+            fetch_claim(d, e);
+}
+
+void proto_fetch_done(xdev_t *d, xreq_t *r)
+{
+    struct claim_fetch *f = (struct claim_fetch *)(void *)public_of(r);
+    uxmsg_t *e = f->msg;
+    bool ok = r->status.error == XDEV_OK;
+    req_reap(d, r, NULL);
+    free(f);
+    e->fetch = NULL;
+    d->fetches--;
+    if (ok)
+        e->state = UX_READY;
+    else
+        ux_lose(d, e);
+    xreq_t *w = e->rreq; /* its handle was received meanwhile */
+    if (w) {
+        e->rreq = NULL;
+        take_unexpected(d, e, w);
+    }
 }
 
 void proto_drop(xdev_t *d, uxmsg_t *e)

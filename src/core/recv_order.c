@@ -43,11 +43,27 @@ static peer_t *sender_of(xdev_t *d, const xreq_t *r)
     return &d->peers[r->status.source];
 }
 
-/* Receives from p need this file's care while something of it is open or
- * its stream is cut; the fast paths test this one flag. */
+/* Receives from p need this file's care while something of it is open,
+ * claimed and not yet fetched, or its stream is cut; the fast paths test
+ * this one flag. */
 static void update(peer_t *p)
 {
-    p->ordering = p->open || p->cut != UINT64_MAX;
+    p->ordering = p->open || p->claimed_offers || p->cut != UINT64_MAX;
+}
+
+/* A claimed rendezvous offer is open in all but name: nothing its sender
+ * sent after it may complete before its data is in. proto.c fetches it
+ * when something later would (proto_fetch_claims). */
+void order_claim(peer_t *p)
+{
+    p->claimed_offers++;
+    p->ordering = true;
+}
+
+void order_unclaim(peer_t *p)
+{
+    p->claimed_offers--;
+    update(p);
 }
 
 /* A receive after the sender's cut never delivers: its message is lost
@@ -65,7 +81,7 @@ static void release_held(xdev_t *d, peer_t *p)
     while (p->held && p->held->arrival < first_open) {
         xreq_t *r = p->held;
         list_remove(&p->held, r);
-        r->flags &= (uint8_t)~F_HELD;
+        r->flags &= (uint16_t)~F_HELD;
         if (r->arrival > p->cut)
             fail_lost(d, r);
         else
@@ -85,7 +101,7 @@ static void close_open(peer_t *p, xreq_t *r)
 {
     if (r->flags & F_OPEN) {
         list_remove(&p->open, r);
-        r->flags &= (uint8_t)~F_OPEN;
+        r->flags &= (uint16_t)~F_OPEN;
         update(p);
     }
 }
@@ -97,6 +113,8 @@ void order_done(xdev_t *d, xreq_t *r)
         req_complete(d, r, XDEV_OK);
         return;
     }
+    if (p->claimed_offers && !(r->flags & F_FETCH))
+        proto_fetch_claims(d, r->status.source, r->arrival);
     close_open(p, r);
     if (p->open && p->open->arrival < r->arrival) {
         r->flags |= F_HELD;
@@ -144,7 +162,7 @@ void order_sender_failed(xdev_t *d, int peer, uint64_t cut)
     while (p->held) {
         xreq_t *r = p->held;
         list_remove(&p->held, r);
-        r->flags &= (uint8_t)~F_HELD;
+        r->flags &= (uint16_t)~F_HELD;
         fail_lost(d, r);
     }
 }

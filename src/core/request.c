@@ -117,6 +117,10 @@ void req_complete(xdev_t *d, xreq_t *r, int err)
     if (r->flags & F_MEM)
         proto_release_mem(d, r);
     proto_unclaim_ctl(d, r);
+    if (r->flags & F_FETCH) {
+        proto_fetch_done(d, r);
+        return;
+    }
     r->phase = PH_DONE;
     d->completions++;
     if (r->flags & F_PRIVATE)
@@ -131,7 +135,7 @@ static void cq_unlink(xdev_t *d, xreq_t *r)
     if (!(r->flags & F_IN_CQ))
         return;
     XDEV_DLIST_UNLINK(d->cq_head, d->cq_tail, r, cq_prev, cq_next);
-    r->flags &= (uint8_t)~F_IN_CQ;
+    r->flags &= (uint16_t)~F_IN_CQ;
 }
 
 xreq_t *req_cq_pop(xdev_t *d)
