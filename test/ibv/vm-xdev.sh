@@ -16,6 +16,7 @@
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
 #   peer-kill-npN-keepalive  ... noticed by keepalives alone (XDEV_IBV_PIDFD=0,
 #                      as for a peer on another host)
+#   inject-post-send   test/inject's traffic with ibv_post_send failing
 #   stale-reg-M        test/ibv/ibv_stale_reg.c with XDEV_IBV_RNDZ=M and the
 #                      userfaultfd registration cache
 #   bench              test/bench/compare-ibv.sh (figures in bench.txt)
@@ -91,6 +92,11 @@ while read -r t; do
             # smaller than on the host: the VM emulates its CPUs
             XDEV_TRANSPORT=ibv run "$t" 200 bash "$SRC/test/fault/run_random_kill.sh" "$XDEVRUN" \
                 "$B/test/fault/fault_random_kill" "${t#random-}" 30 3 4 ;;
+        inject-post-send)
+            # ibv_post_send refused now and then (test/inject): only the
+            # link it was posting on may fail, and nothing may hang
+            INJECT_FAULTS=ibv_post_send:ENOMEM:25:0:2 run "$t" 150 "$XDEVRUN" --timeout 140 -n 3 \
+                "$B/test/inject/inject_traffic" fail 30 met ;;
         stale-reg-*)
             XDEV_IBV_RNDZ=${t#stale-reg-} XDEV_REGCACHE=uffd run "$t" 150 "$XDEVRUN" --timeout 140 \
                 -n 2 "$B/test/ibv/ibv-stale-reg" ;;

@@ -19,12 +19,12 @@
 
 enum call {
     C_SENDMSG, C_SEND, C_RECV, C_ACCEPT4, C_CONNECT, C_PROCESS_VM_READV, C_PROCESS_VM_WRITEV,
-    C_SHM_OPEN, C_MMAP, C_FTRUNCATE, C_MALLOC, C_CALLOC, C_REALLOC, C_STRDUP,
+    C_SHM_OPEN, C_MMAP, C_FTRUNCATE, C_MALLOC, C_CALLOC, C_REALLOC, C_STRDUP, C_IBV_POST_SEND,
     NCALLS
 };
 static const char *const call_names[NCALLS] = {
     "sendmsg", "send", "recv", "accept4", "connect", "process_vm_readv", "process_vm_writev",
-    "shm_open", "mmap", "ftruncate", "malloc", "calloc", "realloc", "strdup",
+    "shm_open", "mmap", "ftruncate", "malloc", "calloc", "realloc", "strdup", "ibv_post_send",
 };
 /* Calls that move bytes, where "short" means something. */
 static const bool can_be_short[NCALLS] = {
@@ -346,3 +346,33 @@ char *__wrap_strdup(const char *s)
         FAIL_WITH(f, NULL);
     return __real_strdup(s);
 }
+
+#ifdef INJECT_IBV
+#include <infiniband/verbs.h>
+
+/* ibv_post_send is an inline call through the device context's ops, out
+ * of --wrap's reach: the wrapped ibv_open_device puts ours in its place.
+ * (One provider per process here, so one saved function will do.) */
+static int (*real_post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    int f = fate(C_IBV_POST_SEND);
+    if (f > 0) {
+        *bad = wr; /* as a provider reports it: nothing was posted */
+        return f;
+    }
+    return real_post_send(qp, wr, bad);
+}
+
+struct ibv_context *__real_ibv_open_device(struct ibv_device *dev);
+struct ibv_context *__wrap_ibv_open_device(struct ibv_device *dev)
+{
+    struct ibv_context *ctx = __real_ibv_open_device(dev);
+    if (ctx && ctx->ops.post_send != post_send) {
+        real_post_send = ctx->ops.post_send;
+        ctx->ops.post_send = post_send;
+    }
+    return ctx;
+}
+#endif

@@ -10,7 +10,9 @@
  *       XDEV_ERR_NOMEM and is then retried; a request may fail only with
  *       XDEV_ERR_PEER; what arrives is exact; nobody hangs; finalize
  *       returns. RANKS (say "1,2") lists the ranks that must meet a fault,
- *       when not all do.
+ *       when not all do; "met" asks each rank for a fault of its own or a
+ *       link that a peer's fault failed (where a fault fails links, the
+ *       ranks that meet one first can depend on timing).
  *   inject_traffic init ERR         xdev_init fails with ERR (a number) and
  *       leaves nothing behind (ASan checks the memory, the leftovers test
  *       /dev/shm).
@@ -211,6 +213,13 @@ int main(int argc, char **argv)
      * checks its own, and which ranks meet the fault at all can depend on
      * the rank (who dials whom): the optional list names the ones that must. */
     const char *must = argc > 3 ? argv[3] : NULL, *rank = getenv("XDEV_RANK");
+    if (must && !strcmp(must, "met")) {
+        int dead = 0;
+        for (int p = 0; p < MAX_PEERS; p++)
+            dead += link_dead[p];
+        CHECK(fired > 0 || dead > 0, "no fault was injected here, and no link failed");
+        return fault_finish();
+    }
     bool mine = fail_mode && !must;
     for (const char *c = must; c && *c && rank; c += strcspn(c, ","), c += *c == ',')
         mine |= atoi(c) == atoi(rank);
