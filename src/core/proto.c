@@ -281,15 +281,19 @@ static xdev_txop_t *ctl_pop(xdev_t *d)
     return op;
 }
 
-static void ctl_put(xdev_t *d, xdev_txop_t *op)
+static void ctl_push(xdev_t *d, xdev_txop_t *op)
 {
-    if (d->ctl_nfree >= d->ctl_claimed + CTL_SPARE) {
-        free(op);
-        return;
-    }
     op->next = d->ctl_free;
     d->ctl_free = op;
     d->ctl_nfree++;
+}
+
+static void ctl_put(xdev_t *d, xdev_txop_t *op)
+{
+    if (d->ctl_nfree >= d->ctl_claimed + CTL_SPARE)
+        free(op);
+    else
+        ctl_push(d, op);
 }
 
 int proto_claim_ctl(xdev_t *d, xreq_t *r)
@@ -298,9 +302,7 @@ int proto_claim_ctl(xdev_t *d, xreq_t *r)
         xdev_txop_t *op = malloc(sizeof *op);
         if (!op)
             return XDEV_ERR_NOMEM;
-        op->next = d->ctl_free;
-        d->ctl_free = op;
-        d->ctl_nfree++;
+        ctl_push(d, op);
     }
     d->ctl_claimed += CTL_PER_RECV;
     r->ctl_claim = CTL_PER_RECV;
