@@ -381,12 +381,12 @@ XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t 
  * (truncation, status and the prefix rule alike), and zero *msg. Claims
  * may be received in any order. When a sender's later message is
  * received before its earlier claimed rendezvous, the library first
- * reads that rendezvous's data into memory of its own (the prefix rule
- * needs it in before the later message completes, and a thread that
- * receives its claims out of order must not wait for itself); the claim's
- * receive is then a copy. If that memory cannot be had, the later message
- * completes at once, and should the sender then die the earlier claim
- * fails with XDEV_ERR_PEER. Errors:
+ * reads that rendezvous's data into memory of its own, outside
+ * unexpected_limit (the prefix rule needs it in before the later message
+ * completes, and a thread that receives its claims out of order must not
+ * wait for itself); the claim's receive is then a copy. If that memory
+ * cannot be had, the later message completes at once, and should the
+ * sender then die the earlier claim fails with XDEV_ERR_PEER. Errors:
  * XDEV_ERR_ARG for a NULL dev, msg or req, an active req, NULL buf with
  * len > 0, or a handle that is empty, of another device, or received
  * already.

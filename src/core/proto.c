@@ -594,7 +594,13 @@ bool proto_lost(const xdev_t *d, const uxmsg_t *e)
 /* r took unexpected entry e. */
 static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
 {
-    if (proto_lost(d, e)) {
+    if (e->fetch) {
+        e->rreq = r; /* the core is reading it: finished in proto_fetch_done */
+        return;
+    }
+    /* One still arriving stays for its transport, which holds it: its
+     * receive fails behind the cut when its bytes are in. */
+    if (proto_lost(d, e) && e->state != UX_ARRIVING) {
         r->status.source = e->src;
         r->status.tag = e->tag;
         r->status.count = 0;

@@ -74,12 +74,17 @@ static void fail_lost(xdev_t *d, xreq_t *r)
     req_complete(d, r, XDEV_ERR_PEER);
 }
 
-/* Complete what no open receive before it holds back any more. */
+/* Complete what no open receive before it holds back any more. An offer
+ * claimed while a later receive was held is fetched first, and holds it
+ * back in turn; a fetch can open or finish inside, so look again each time. */
 static void release_held(xdev_t *d, peer_t *p)
 {
-    uint64_t first_open = p->open ? p->open->arrival : UINT64_MAX;
-    while (p->held && p->held->arrival < first_open) {
+    while (p->held) {
+        if (p->claimed_offers)
+            proto_fetch_claims(d, (int)(p - d->peers), p->held->arrival);
         xreq_t *r = p->held;
+        if (!r || (p->open && p->open->arrival < r->arrival))
+            return;
         list_remove(&p->held, r);
         r->flags &= (uint16_t)~F_HELD;
         if (r->arrival > p->cut)

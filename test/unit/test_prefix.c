@@ -10,7 +10,10 @@
  *  - a later eager message whose receive is done while an earlier
  *    rendezvous from the same sender is under way completes only after it,
  *    and fails with it when the sender dies;
- *  - a message claimed by a matched probe is never freed under its handle.
+ *  - a message claimed by a matched probe is never freed under its handle;
+ *  - a claimed rendezvous that a later message's receive would overtake is
+ *    fetched first, also when it was claimed while that receive was held,
+ *    and its handle received while the fetch is under way waits for it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,16 @@ static int fake_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
 }
 static void fake_watch(xdev_tp_t *tp, int peer) { (void)tp, (void)peer; }
 static const xdev_tp_ops_t fake_ops = { .name = "fake", .send = fake_send, .watch = fake_watch };
+
+/* One-sided reads that stay under way until the test ends them. */
+static int pending_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
+{
+    (void)tp, (void)peer, (void)op;
+    return 0;
+}
+static const xdev_tp_ops_t rma_ops = { .name = "fake-rma", .send = fake_send, .watch = fake_watch,
+                                       .rma = pending_rma };
+static int offer_mode = XDEV_RNDZ_SEND; /* what offers ask for */
 
 static xdev_t *new_dev(void)
 {
@@ -66,7 +79,7 @@ static void arrive(xdev_t *d, uint32_t type, int tag, const void *payload, size_
     rx.head.hdr = (xdev_hdr_t){ .src = PEER, .dst = ME, .tag = tag, .ctx = CTX, .type = type };
     rx.head.f[0] = f0;
     rx.head.f[1] = f1;
-    rx.head.f[2] = XDEV_RNDZ_SEND;
+    rx.head.f[2] = (uint64_t)offer_mode;
     rx.len = len;
     CHECK(xdev_core_rx_begin(d, PEER, NULL, &rx) == XDEV_RX_DELIVER);
     if (rx.dst_len)
@@ -240,8 +253,86 @@ static void test_claimed_through_death(void)
     free_dev(d);
 }
 
+static uxmsg_t *claim(xdev_t *d, int tag)
+{
+    uxmsg_t *e = proto_probe(d, PEER, tag, CTX);
+    CHECK(e != NULL);
+    proto_claim(d, e);
+    return e;
+}
+
+static xreq_t *fetch_of(uxmsg_t *e)
+{
+    return xreq_of((xdev_request_t *)(void *)e->fetch);
+}
+
+/* E claimed, then a later F received: E is fetched and F held behind it;
+ * an offer A, before both, claimed only now, must be fetched before F is
+ * let go, and the sender's death then fails F and A alike. */
+static void test_claim_while_held(void)
+{
+    xdev_t *d = new_dev();
+    static char data[BIG], ba[BIG];
+    char bf[16];
+    offer(d, 1);
+    offer(d, 2);
+    eager(d, 3, "F");
+    uxmsg_t *e = claim(d, 2);
+    xreq_t f, a;
+    xdev_status_t st;
+    post(d, &f, bf, sizeof bf, PEER, 3);
+    CHECK(e->fetch && f.phase != PH_DONE);
+    uxmsg_t *ea = claim(d, 1);
+    arrive(d, XDEV_MSG_RNDZ_DATA, 2, data, BIG, fetch_of(e)->id, 0);
+    CHECK(ea->fetch && f.phase != PH_DONE); /* now behind A's fetch */
+    xdev_core_peer_failed(d, PEER);
+    reap(d, &f, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    CHECK(req_start(d, &a, REQ_RECV, ba, BIG, PEER, 1, CTX) == XDEV_OK);
+    proto_recv_claimed(d, ea, &a);
+    reap(d, &a, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    CHECK(d->fetches == 0 && d->nactive == 0);
+    free_dev(d); /* E, fetched and never received, goes with the device */
+}
+
+/* A's fetch fails before the sender is known dead, which cuts its stream
+ * at A; E's handle, received while E is still being fetched, must wait
+ * for that fetch (the entry is not freed under it) and then fail. */
+static void test_claim_received_while_fetched(void)
+{
+    offer_mode = XDEV_RNDZ_READ;
+    xdev_t *d = new_dev();
+    d->tps[0].ops = &rma_ops;
+    static char be[BIG];
+    char bf[16];
+    offer(d, 1);
+    offer(d, 2);
+    eager(d, 3, "F");
+    uxmsg_t *ee = claim(d, 2), *ea = claim(d, 1);
+    xreq_t f, e;
+    xdev_status_t st;
+    post(d, &f, bf, sizeof bf, PEER, 3);
+    CHECK(ea->fetch && ee->fetch && f.phase != PH_DONE);
+    xdev_core_rma_done(d, &fetch_of(ea)->rma, XDEV_ERR_PEER); /* shm: the copy met ESRCH */
+    CHECK(d->peers[PEER].cut == ea->arrival && !d->peers[PEER].dead);
+    CHECK(req_start(d, &e, REQ_RECV, be, BIG, PEER, 2, CTX) == XDEV_OK);
+    proto_recv_claimed(d, ee, &e);
+    CHECK(e.phase != PH_DONE && ee->rreq == &e);
+    xdev_core_peer_failed(d, PEER);
+    reap(d, &e, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    reap(d, &f, &st);
+    CHECK(st.error == XDEV_ERR_PEER);
+    CHECK(d->fetches == 0 && d->nactive == 0);
+    free_dev(d); /* A's claim, lost, goes with the device */
+    offer_mode = XDEV_RNDZ_SEND;
+}
+
 int main(void)
 {
+    test_claim_while_held();
+    test_claim_received_while_fetched();
     test_claimed_through_death();
     test_lost_offer();
     test_prefix_kept();
