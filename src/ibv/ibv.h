@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "../kit/regcache.h"
+#include "../kit/rxmsg.h"
 #include "../core/transport.h"
 #include "../kit/txq.h"
 
@@ -107,8 +108,6 @@ typedef struct ibv_peer {
     bool wanted;           /* someone wants to talk to it */
     bool exited;           /* its process is gone (pidfd) */
     bool in_txlist;
-    bool paused;           /* the core deferred an arrival: hold the rest */
-    bool rx_active;        /* in the middle of a message */
     bool in_service;
     bool settled;          /* ready both ways, or dead: no more to look up */
     bool heard;            /* something arrived since the last keepalive look */
@@ -128,8 +127,8 @@ typedef struct ibv_peer {
     unsigned rd_max, rd_out; /* RDMA reads allowed at once / outstanding */
     ibv_rma_t *rma_head, *rma_tail;
     /* receiving */
-    xdev_rx_t rx;
-    size_t rx_got;         /* payload bytes of rx seen so far */
+    xdev_rxmsg_t in;       /* the message arriving; while the core defers
+                            * it, later buffers are held */
     uint32_t pend_head, pend_tail; /* held receive buffers (index+1; 0 none) */
     uint32_t pend_off;     /* bytes of the first held buffer already used */
     struct ibv_peer *service_next;

@@ -352,7 +352,7 @@ void ibv_check_exits(xdev_tp_t *tp)
 {
     for (int peer = 0; peer < tp->size; peer++) {
         ibv_peer_t *p = &tp->peers[peer];
-        if (p->exited && p->state != PEER_DEAD && !p->paused && !p->pend_head)
+        if (p->exited && p->state != PEER_DEAD && p->in.state != XDEV_RXMSG_DEFERRED && !p->pend_head)
             ibv_peer_fail(tp, peer);
     }
 }

@@ -101,7 +101,7 @@ static uint32_t unhold(ibv_peer_t *p, ibv_buf_t *bufs)
 static uint32_t begin_message(xdev_tp_t *tp, int peer, const uint8_t *d, uint32_t len, int *rc)
 {
     ibv_peer_t *p = &tp->peers[peer];
-    xdev_rx_t *rx = &p->rx;
+    xdev_rx_t *rx = &p->in.rx;
     if (len < IBV_PREFIX)
         return 0;
     uint64_t total = xdev_get_le64(d);
@@ -111,8 +111,7 @@ static uint32_t begin_message(xdev_tp_t *tp, int peer, const uint8_t *d, uint32_
         return 0;
     rx->len = (size_t)(total - (uint64_t)head_len);
     rx->payload = len - IBV_PREFIX == total ? d + IBV_PREFIX + head_len : NULL;
-    p->rx_got = 0;
-    *rc = xdev_core_rx_begin(tp->dev, peer, p, rx);
+    *rc = xdev_rxmsg_begin(tp->dev, peer, p, &p->in);
     return (uint32_t)(IBV_PREFIX + head_len);
 }
 
@@ -123,7 +122,7 @@ static bool feed(xdev_tp_t *tp, int peer, uint32_t idx, uint32_t off)
     ibv_peer_t *p = &tp->peers[peer];
     const uint8_t *d = buf_data(tp, idx);
     uint32_t len = tp->bufs[idx].len;
-    if (!p->rx_active) {
+    if (p->in.state == XDEV_RXMSG_IDLE) {
         int rc = 0;
         off = begin_message(tp, peer, d, len, &rc);
         if (!off || rc < 0) {
@@ -132,24 +131,16 @@ static bool feed(xdev_tp_t *tp, int peer, uint32_t idx, uint32_t off)
         }
         if (rc == XDEV_RX_DONE) /* the core took it whole from the buffer */
             return true;
-        p->rx_active = true;
-        if (rc == XDEV_RX_DEFER) {
-            p->paused = true;
+        if (rc == XDEV_RX_DEFER && p->in.state == XDEV_RXMSG_DEFERRED) {
             p->pend_off = off;
             return false;
         }
     }
-    size_t n = len - off;
-    if (n > p->rx.len - p->rx_got) {
+    if (!xdev_rxmsg_place(&p->in, d + off, len - off)) {
         ibv_peer_fail(tp, peer);
         return true;
     }
-    xdev_rx_place(&p->rx, p->rx_got, d + off, n);
-    p->rx_got += n;
-    if (p->rx_got == p->rx.len) {
-        p->rx_active = false;
-        xdev_core_rx_end(tp->dev, &p->rx);
-    }
+    xdev_rxmsg_placed(tp->dev, &p->in);
     return true;
 }
 
@@ -187,7 +178,7 @@ void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
         return;
     }
     tp->bufs[idx].len = wc->byte_len;
-    if (p->paused || p->pend_head) {
+    if (p->in.state == XDEV_RXMSG_DEFERRED || p->pend_head) {
         hold(p, tp->bufs, idx, false);
         return;
     }
@@ -205,7 +196,7 @@ void ibv_rx_service(xdev_tp_t *tp)
         tp->service = p->service_next;
         p->in_service = false;
         int peer = (int)(p - tp->peers);
-        while (p->pend_head && !p->paused && p->state != PEER_DEAD) {
+        while (p->pend_head && p->in.state != XDEV_RXMSG_DEFERRED && p->state != PEER_DEAD) {
             uint32_t off = p->pend_off;
             p->pend_off = 0;
             uint32_t idx = unhold(p, tp->bufs);
@@ -220,10 +211,7 @@ void ibv_rx_service(xdev_tp_t *tp)
 void ibv_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)
 {
     ibv_peer_t *p = token;
-    xdev_rx_set_dst(&p->rx, to);
-    p->rx_got = 0;
-    p->paused = false;
-    if (!p->in_service) {
+    if (xdev_rxmsg_resume(&p->in, to) && !p->in_service) {
         p->in_service = true;
         p->service_next = tp->service;
         tp->service = p;
@@ -235,6 +223,5 @@ void ibv_rx_drop_held(xdev_tp_t *tp, ibv_peer_t *p)
 {
     while (p->pend_head)
         tp->repost[tp->nrepost++] = unhold(p, tp->bufs);
-    p->paused = false;
-    p->rx_active = false;
+    p->in.state = XDEV_RXMSG_IDLE;
 }
