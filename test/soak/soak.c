@@ -205,11 +205,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *r = getenv("XDEV_RANK"), *s = getenv("XDEV_SIZE"), *pt = getenv("XDEV_PEER_TIMEOUT_MS");
+    const char *slack = getenv("XDEV_SOAK_SLACK_MS");
     soak.seed = strtoull(argv[1], NULL, 10);
     soak.faulty = !strcmp(argv[2], "faulty");
     soak.rank = r ? atoi(r) : 0;
     soak.size = s ? atoi(s) : 1;
     soak.peer_timeout_s = (pt ? atoi(pt) : 20000) / 1000.0;
+    soak.slack_s = (slack ? atoi(slack) : 2000) / 1000.0;
     fault_setup("soak", WATCHDOG_S);
     if (soak.size < 2 || soak.size > SOAK_MAX_RANKS) {
         fprintf(stderr, "needs 2 to %d ranks\n", SOAK_MAX_RANKS);

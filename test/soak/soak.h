@@ -35,6 +35,8 @@ struct soak_run {
     int nmsgs[K_COUNT];       /* messages in each stream of a kind */
     uint32_t victims;         /* ranks killed in this run (bit per rank) */
     double peer_timeout_s;
+    double slack_s;        /* how late after the peer timeout a failure may be
+                            * seen (XDEV_SOAK_SLACK_MS, default 2000) */
     xdev_t *dev;
 };
 extern struct soak_run soak;

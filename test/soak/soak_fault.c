@@ -161,7 +161,7 @@ static double kill_time(int v)
 
 void soak_fault_check_times(void)
 {
-    double bound = soak.peer_timeout_s + 2.0;
+    double bound = soak.peer_timeout_s + soak.slack_s;
     for (int v = 0; v < soak.size; v++) {
         if (!soak_is_victim(v) || last_failure[v] == 0)
             continue;
