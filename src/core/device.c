@@ -137,10 +137,14 @@ int xdev_finalize(xdev_t *d)
 
     /* Abandon what the caller never reaped, finished or not: its storage
      * is the caller's again. */
-    int rc = d->nactive > d->fetches ? XDEV_ERR_CANCELED : XDEV_OK;
-    for (uint32_t i = 0; i < d->nslots; i++)
-        if (d->slots[i].req)
-            req_reap(d, d->slots[i].req, NULL);
+    int rc = XDEV_OK;
+    for (uint32_t i = 0; i < d->nslots; i++) {
+        xreq_t *r = d->slots[i].req;
+        if (r && !(r->flags & F_FETCH)) /* the core's own are not the caller's */
+            rc = XDEV_ERR_CANCELED;
+        if (r)
+            req_reap(d, r, NULL);
+    }
     dev_unlock(d);
     device_free(d);
     return rc;

@@ -204,8 +204,6 @@ struct xdev {
     uxmsg_t *ux_head, *ux_tail;
     uxmsg_t *claimed;          /* matched-probed messages not yet received */
     uint64_t claims;
-    size_t fetches;            /* claims being fetched: the core's own
-                                * active requests, not the caller's */
     size_t ux_bytes, ux_peak, ux_deferred;
 
     uint64_t auth_key[2];

@@ -594,12 +594,8 @@ bool proto_lost(const xdev_t *d, const uxmsg_t *e)
 /* r took unexpected entry e. */
 static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
 {
-    if (e->fetch) {
-        e->rreq = r; /* the core is reading it: finished in proto_fetch_done */
-        return;
-    }
-    /* One still arriving stays for its transport, which holds it: its
-     * receive fails behind the cut when its bytes are in. */
+    /* One still arriving (or being fetched) stays for whoever is reading
+     * it: its receive fails behind the cut when its bytes are in. */
     if (proto_lost(d, e) && e->state != UX_ARRIVING) {
         r->status.source = e->src;
         r->status.tag = e->tag;
@@ -613,7 +609,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     r->arrival = e->arrival;
     ux_dequeue(d, e);
     if (e->state == UX_ARRIVING) {
-        e->rreq = r; /* finished in xdev_core_rx_end */
+        e->rreq = r; /* finished in xdev_core_rx_end or proto_fetch_done */
         return;
     }
     if (e->state == UX_DEFERRED && !e->self_sreq) {
@@ -1146,7 +1142,6 @@ static void fetch_claim(xdev_t *d, uxmsg_t *e)
     e->data = data;
     e->type = XDEV_MSG_EAGER; /* its data will be here, as an eager message's is */
     e->state = UX_ARRIVING;
-    d->fetches++;
     order_unclaim(&d->peers[e->src]);
     r->flags |= F_FETCH;
     recv_accept(r, e->src, e->tag, e->len);
@@ -1170,7 +1165,6 @@ void proto_fetch_done(xdev_t *d, xreq_t *r)
     req_reap(d, r, NULL);
     free(f);
     e->fetch = NULL;
-    d->fetches--;
     if (ok)
         e->state = UX_READY;
     else

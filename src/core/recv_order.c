@@ -74,13 +74,14 @@ static void fail_lost(xdev_t *d, xreq_t *r)
     req_complete(d, r, XDEV_ERR_PEER);
 }
 
-/* Complete what no open receive before it holds back any more. An offer
- * claimed while a later receive was held is fetched first, and holds it
- * back in turn; a fetch can open or finish inside, so look again each time. */
+/* Complete what no open receive before it holds back any more. A claimed
+ * offer before the first held receive is fetched first, and holds it back
+ * in turn (a fetch of ours delivers nothing, so needs no such care); a
+ * fetch can open or finish inside, so look again each time. */
 static void release_held(xdev_t *d, peer_t *p)
 {
     while (p->held) {
-        if (p->claimed_offers)
+        if (p->claimed_offers && !(p->held->flags & F_FETCH))
             proto_fetch_claims(d, (int)(p - d->peers), p->held->arrival);
         xreq_t *r = p->held;
         if (!r || (p->open && p->open->arrival < r->arrival))
@@ -118,18 +119,9 @@ void order_done(xdev_t *d, xreq_t *r)
         req_complete(d, r, XDEV_OK);
         return;
     }
-    if (p->claimed_offers && !(r->flags & F_FETCH))
-        proto_fetch_claims(d, r->status.source, r->arrival);
     close_open(p, r);
-    if (p->open && p->open->arrival < r->arrival) {
-        r->flags |= F_HELD;
-        list_insert(&p->held, r);
-        return;
-    }
-    if (r->arrival > p->cut)
-        fail_lost(d, r);
-    else
-        req_complete(d, r, XDEV_OK);
+    r->flags |= F_HELD;
+    list_insert(&p->held, r);
     release_held(d, p);
 }
 
