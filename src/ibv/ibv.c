@@ -38,8 +38,7 @@ static int setup_pool(xdev_tp_t *tp)
         return XDEV_ERR_INIT;
     int npeers = tp->size - 1;
     /* Every peer's credits plus its credit-only messages fit on the SRQ. */
-    int credits = (int)(rx / (size_t)npeers) - GRANT_SLACK;
-    credits = credits > MAX_CREDITS ? MAX_CREDITS : credits < MIN_CREDITS ? MIN_CREDITS : credits;
+    int credits = xdev_credits_window(rx, npeers, GRANT_SLACK, MIN_CREDITS, MAX_CREDITS);
     size_t need = (size_t)npeers * (size_t)(credits + GRANT_SLACK);
     tp->credits = credits;
     tp->nrx = (uint32_t)(rx > need ? rx : need);

@@ -32,6 +32,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include "../kit/credits.h"
 #include "../kit/regcache.h"
 #include "../kit/rxmsg.h"
 #include "../core/transport.h"
@@ -119,9 +120,8 @@ typedef struct ibv_peer {
     /* sending */
     xdev_txq_t txq;
     struct ibv_peer *tx_next;      /* tp->txlist */
-    int credits;           /* its receive buffers we may still fill */
-    int owed;              /* buffers of its we reposted: credits to grant */
-    int owed_unposted;     /* ... consumed but not yet reposted */
+    xdev_credits_t cr;     /* owed: buffers of its we reposted */
+    unsigned owed_unposted; /* ... consumed but not yet reposted */
     uint32_t sq_inflight;  /* work requests posted, not yet completed */
     bool broken;           /* a post failed: fail it from progress */
     unsigned rd_max, rd_out; /* RDMA reads allowed at once / outstanding */

@@ -153,7 +153,7 @@ static int qp_create(xdev_tp_t *tp, int peer)
         return XDEV_ERR_SYSTEM;
     }
     p->psn = (uint32_t)(xdev_auth_nonce() & 0xffffff);
-    p->credits = tp->credits;
+    p->cr = (xdev_credits_t){ .avail = tp->credits };
     qpn_add(tp, p->qp->qp_num, peer);
     return XDEV_OK;
 }

@@ -64,7 +64,7 @@ void ibv_rx_repost(xdev_tp_t *tp)
     /* Only now are the buffers really there to be filled again. */
     while (tp->ndirty) {
         ibv_peer_t *p = tp->dirty[--tp->ndirty];
-        p->owed += p->owed_unposted;
+        p->cr.owed += p->owed_unposted;
         p->owed_unposted = 0;
         ibv_tx_grant(tp, p);
     }
@@ -162,15 +162,11 @@ void ibv_rx_completion(xdev_tp_t *tp, struct ibv_wc *wc)
     if (!p->remote_ready)
         ibv_peer_remote_ready(tp, p); /* it sent: its QP is ready */
     if (imm & IMM_CREDITS_MASK) {
-        int granted = (int)(imm & IMM_CREDITS_MASK);
-        /* back more buffers than we ever filled: a broken peer, whose
-         * grants would overrun its own queue (and, summed, an int) */
-        if (granted > tp->credits - p->credits) {
+        if (!xdev_credits_returned(&p->cr, imm & IMM_CREDITS_MASK, tp->credits)) {
             tp->repost[tp->nrepost++] = idx;
             ibv_peer_fail(tp, peer);
             return;
         }
-        p->credits += granted;
         ibv_tx_kick(tp, p);
     }
     if (imm & IMM_CREDIT_ONLY) {

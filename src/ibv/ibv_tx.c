@@ -23,13 +23,6 @@ static size_t op_total(const xdev_txop_t *op)
     return op->prefix_len + op->head_len + op->payload_len;
 }
 
-static uint32_t take_grant(ibv_peer_t *p)
-{
-    uint32_t n = p->owed > (int)IMM_CREDITS_MASK ? IMM_CREDITS_MASK : (uint32_t)p->owed;
-    p->owed -= (int)n;
-    return n;
-}
-
 static bool can_post(xdev_tp_t *tp, ibv_peer_t *p)
 {
     return !p->broken && p->sq_inflight < tp->sq_depth;
@@ -46,6 +39,19 @@ static bool post(ibv_peer_t *p, struct ibv_send_wr *wr)
         return false;
     }
     p->sq_inflight++;
+    return true;
+}
+
+/* Post a send that hands back what credits we owe in its immediate data.
+ * A frame of data takes a credit; one without carries credits alone. */
+static bool post_frame(ibv_peer_t *p, struct ibv_send_wr *wr, bool data)
+{
+    unsigned back = xdev_credits_to_return(&p->cr, IMM_CREDITS_MASK);
+    wr->opcode = IBV_WR_SEND_WITH_IMM;
+    wr->imm_data = htonl(back | (data ? 0 : IMM_CREDIT_ONLY));
+    if (!post(p, wr))
+        return false;
+    xdev_credits_sent(&p->cr, back, data);
     return true;
 }
 
@@ -69,13 +75,10 @@ static bool push_inline(ibv_peer_t *p, int peer, xdev_txop_t *op)
         .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)peer, 0),
         .sg_list = sge,
         .num_sge = op->payload_len ? 2 : 1,
-        .opcode = IBV_WR_SEND_WITH_IMM,
         .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED,
-        .imm_data = htonl(take_grant(p)),
     };
-    if (!post(p, &wr))
+    if (!post_frame(p, &wr, true))
         return false;
-    p->credits--;
     op->sent = op_total(op);
     return true;
 }
@@ -101,19 +104,16 @@ static bool push_fragment(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *o
         .wr_id = wr_id_make(WR_SEND_BUF, (unsigned)peer, idx),
         .sg_list = &sge,
         .num_sge = 1,
-        .opcode = IBV_WR_SEND_WITH_IMM,
         .send_flags = IBV_SEND_SIGNALED,
-        .imm_data = htonl(take_grant(p)),
     };
     if (len <= tp->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     tp->tx_free = tp->bufs[idx].next;
-    if (!post(p, &wr)) {
+    if (!post_frame(p, &wr, true)) {
         tp->bufs[idx].next = tp->tx_free;
         tp->tx_free = idx + 1;
         return false;
     }
-    p->credits--;
     op->sent += len;
     return true;
 }
@@ -123,7 +123,7 @@ static bool push_fragment(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *o
 static bool push(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *op)
 {
     while (op->sent < op_total(op)) {
-        if (p->credits <= 0 || !can_post(tp, p))
+        if (p->cr.avail <= 0 || !can_post(tp, p))
             return false;
         if (op->sent == 0 && inline_ok(tp, op)) {
             if (!push_inline(p, peer, op))
@@ -174,7 +174,7 @@ int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
     want(tp, p, peer);
-    if (p->txq.head || !sendable(p) || p->credits <= 0 || !can_post(tp, p))
+    if (p->txq.head || !sendable(p) || p->cr.avail <= 0 || !can_post(tp, p))
         return 0;
     prepare(op);
     if (inline_ok(tp, op))
@@ -226,15 +226,13 @@ void ibv_tx_run(xdev_tp_t *tp)
 }
 
 /* Grant owed credits in a message of their own when the peer may be
- * running low and no send of ours is about to carry them. Counting on at
- * most two such messages per peer in flight (each carries at least half of
- * its credits), the SRQ has room for them beyond the credits. */
+ * running low and no send of ours is about to carry them. The SRQ has
+ * room for GRANT_SLACK such messages per peer beyond the credits. */
 void ibv_tx_grant(xdev_tp_t *tp, ibv_peer_t *p)
 {
-    int threshold = tp->credits / 2 > 0 ? tp->credits / 2 : 1;
-    if (p->owed < threshold || !sendable(p) || !can_post(tp, p))
+    if (!xdev_credits_due(&p->cr, tp->credits) || !sendable(p) || !can_post(tp, p))
         return;
-    if (p->txq.head && p->credits > 0)
+    if (p->txq.head && p->cr.avail > 0)
         return; /* the next fragment carries them */
     ibv_tx_credit_msg(tp, p);
 }
@@ -248,11 +246,9 @@ void ibv_tx_credit_msg(xdev_tp_t *tp, ibv_peer_t *p)
     struct ibv_send_wr wr = {
         .wr_id = wr_id_make(WR_SEND_INLINE, (unsigned)(p - tp->peers), 0),
         .num_sge = 0,
-        .opcode = IBV_WR_SEND_WITH_IMM,
         .send_flags = IBV_SEND_SIGNALED,
-        .imm_data = htonl(take_grant(p) | IMM_CREDIT_ONLY),
     };
-    post(p, &wr);
+    post_frame(p, &wr, false);
 }
 
 /* An RDMA write into the peer's keepalive slot: it uses no receive buffer

@@ -215,10 +215,8 @@ static void ofi_close(xdev_tp_t *tp)
 /* Receive buffers: a share of the pool budget per peer, within bounds. */
 static void size_pools(xdev_tp_t *tp, int npeers)
 {
-    size_t per_peer = OFI_POOL_BUDGET / ((size_t)npeers * sizeof(ofi_rxbuf_t));
-    tp->credits = per_peer > OFI_CREDITS_MAX   ? OFI_CREDITS_MAX
-                  : per_peer < OFI_CREDITS_MIN ? OFI_CREDITS_MIN
-                                               : (int)per_peer;
+    tp->credits = xdev_credits_window(OFI_POOL_BUDGET / sizeof(ofi_rxbuf_t), npeers,
+                                      OFI_CTRL_RESERVE, OFI_CREDITS_MIN, OFI_CREDITS_MAX);
     tp->nrxbufs = (size_t)npeers * (size_t)(tp->credits + OFI_CTRL_RESERVE);
     tp->nctxs = (size_t)npeers * (size_t)(tp->credits + 4) + 64;
 }
@@ -268,7 +266,7 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
     if (npeers) {
         size_pools(tp, npeers);
         for (int r = 0; r < params->size; r++)
-            tp->peers[r].credits = tp->credits;
+            tp->peers[r].cr.avail = tp->credits;
         rc = ofi_fabric_open(tp, params->job_id);
         if (rc == XDEV_OK && (rc = ofi_regcache_open(tp)) != XDEV_OK)
             ofi_say("the registration cache could not open (XDEV_REGCACHE)");

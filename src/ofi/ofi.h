@@ -39,6 +39,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <stdbool.h>
+#include "../kit/credits.h"
 #include "../kit/regcache.h"
 #include "../core/transport.h"
 #include "../kit/rxmsg.h"
@@ -127,8 +128,7 @@ typedef struct ofi_peer {
     uint64_t give_up_ms;  /* unresolvable after this means dead */
     uint64_t last_heard_ms;
     /* sending */
-    int credits;
-    unsigned owed;        /* credits we owe it */
+    xdev_credits_t cr;
     uint8_t tx_seq, rx_seq;
     xdev_txq_t txq;        /* not started */
     ofi_msg_t *cur;       /* the send being fragmented */

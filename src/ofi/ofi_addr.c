@@ -127,7 +127,7 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
             /* an unreachable peer's provider may retry forever */
             if (now >= p->ping_ms + (uint64_t)tp->peer_timeout_ms)
                 ofi_peer_fail(tp, p);
-        } else if ((p->watched || p->active) && p->credits > 0 &&
+        } else if ((p->watched || p->active) && p->cr.avail > 0 &&
                    now >= p->last_heard_ms + OFI_PING_MS) {
             p->ping_out = ofi_send_ctrl(tp, p, K_PING);
             p->ping_ms = now;

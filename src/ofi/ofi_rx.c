@@ -86,7 +86,7 @@ void ofi_rx_pool_close(xdev_tp_t *tp)
  * (sooner, they ride on our next frame to it). */
 void ofi_rx_owe_credits(xdev_tp_t *tp, ofi_peer_t *p)
 {
-    if (p->owed * 2 >= (unsigned)tp->credits && !p->failed && !ofi_send_ctrl(tp, p, K_CREDIT))
+    if (xdev_credits_due(&p->cr, tp->credits) && !p->failed && !ofi_send_ctrl(tp, p, K_CREDIT))
         ofi_service_later(tp, p);
 }
 
@@ -94,7 +94,7 @@ static void release(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b, bool owe)
 {
     post(tp, b);
     if (owe) {
-        p->owed++;
+        p->cr.owed++;
         ofi_rx_owe_credits(tp, p);
     }
 }
@@ -196,7 +196,7 @@ static void in_sequence(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b)
 {
     uint8_t kind = b->data[0];
     unsigned credits = b->data[2] | (unsigned)b->data[3] << 8;
-    if (kind < K_WHOLE || kind > K_BYE || credits > (unsigned)(tp->credits - p->credits) ||
+    if (kind < K_WHOLE || kind > K_BYE || !xdev_credits_returned(&p->cr, credits, tp->credits) ||
         ofi_resolve(tp, p) != 1) {
         post(tp, b);
         ofi_peer_fail(tp, p);
@@ -209,10 +209,8 @@ static void in_sequence(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b)
         p->announced = true;
         xdev_core_peer_eager_limit(tp->dev, p->rank, p->eager_limit);
     }
-    if (credits) {
-        p->credits += (int)credits;
+    if (credits)
         ofi_tx_flush(tp, p);
-    }
     switch (kind) {
     case K_CREDIT:
         post(tp, b);

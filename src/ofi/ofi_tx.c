@@ -90,11 +90,11 @@ bool ofi_tx_idle(const ofi_peer_t *p)
     return !p->txq.head && !p->inflight && !p->nctl;
 }
 
-/* Frame header for the next frame to p; the credits it returns are
- * taken from p->owed only once the frame is posted (commit). */
+/* Frame header for the next frame to p; the credits it returns count as
+ * returned only once the frame is posted (commit). */
 static unsigned put_hdr(xdev_tp_t *tp, ofi_peer_t *p, uint8_t *b, uint8_t kind)
 {
-    unsigned n = p->owed < 0xffff ? p->owed : 0xffff;
+    unsigned n = xdev_credits_to_return(&p->cr, 0xffff);
     b[0] = kind;
     b[1] = p->tx_seq;
     b[2] = (uint8_t)n;
@@ -106,9 +106,7 @@ static unsigned put_hdr(xdev_tp_t *tp, ofi_peer_t *p, uint8_t *b, uint8_t kind)
 static void commit(ofi_peer_t *p, unsigned credits_returned, bool takes_credit)
 {
     p->tx_seq++;
-    p->owed -= credits_returned;
-    if (takes_credit)
-        p->credits--;
+    xdev_credits_sent(&p->cr, credits_returned, takes_credit);
 }
 
 /* Small message to an idle peer: one injected frame, done at once. */
@@ -208,7 +206,7 @@ void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
 {
     if (!p->resolved || p->failed || p->broken)
         return;
-    while (p->credits > 0) {
+    while (p->cr.avail > 0) {
         if (!p->cur && (!p->txq.head || !start_next(tp, p)))
             break;
         int rc = post_frame(tp, p, p->cur);
@@ -229,7 +227,7 @@ void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p)
 /* True once op left whole; false leaves it to the queue. */
 static bool inject_now(xdev_tp_t *tp, ofi_peer_t *p, xdev_txop_t *op)
 {
-    if (!p->resolved || p->broken || p->txq.head || p->cur || p->credits <= 0)
+    if (!p->resolved || p->broken || p->txq.head || p->cur || p->cr.avail <= 0)
         return false;
     int rc = try_inject(tp, p, op);
     if (rc != 0 && rc != -FI_EAGAIN) {

@@ -245,7 +245,7 @@ static xdev_tp_t *tp_with_peer(void)
     ibv_peer_t *p = &tp->peers[PEER];
     p->qp = &fake_qp;
     p->state = PEER_UP;
-    p->credits = CREDITS;
+    p->cr.avail = CREDITS;
     p->rd_max = 1;
     tp->nup = 1;
     xdev_regcache_params_t prm = { .reg = fake_reg, .dereg = fake_dereg,
@@ -314,9 +314,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(dead == fc.dev->peers[PEER].dead && dead == dev.qp_error);
     FUZZ_CHECK(dead || !dev.broke);
     check_buffers(tp, p);
-    FUZZ_CHECK(p->credits >= 0 && (long)p->credits + dev.sends <= (long)CREDITS + dev.granted);
-    FUZZ_CHECK(p->owed >= 0 && p->owed_unposted >= 0 &&
-               dev.returned + (unsigned)p->owed + (unsigned)p->owed_unposted <= dev.filled);
+    FUZZ_CHECK(p->cr.avail >= 0 && (long)p->cr.avail + dev.sends <= (long)CREDITS + dev.granted);
+    /* (unsigned: a count gone below zero wraps and breaks the sum) */
+    FUZZ_CHECK((uint64_t)dev.returned + p->cr.owed + p->owed_unposted <= dev.filled);
     if (p->in.state != XDEV_RXMSG_IDLE)
         FUZZ_CHECK(p->in.got <= p->in.rx.len);
     /* it holds arrivals back only while the core defers one: else they

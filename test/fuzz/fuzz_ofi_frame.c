@@ -143,7 +143,7 @@ static xdev_tp_t *tp_with_peer(void)
     for (int r = 0; r < 2; r++) {
         tp->peers[r].rank = r;
         tp->peers[r].pidfd = -1;
-        tp->peers[r].credits = tp->credits;
+        tp->peers[r].cr.avail = tp->credits;
     }
     tp->serve[PEER] = true;
     ofi_peer_t *p = &tp->peers[PEER];
@@ -211,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FUZZ_CHECK(p->failed == fc.dev->peers[PEER].dead);
     check_buffers(tp, p);
-    FUZZ_CHECK(p->credits >= 0 && p->credits <= tp->credits);
+    FUZZ_CHECK(p->cr.avail >= 0 && p->cr.avail <= tp->credits);
     FUZZ_CHECK(prov.credits_back <= prov.from_peer);
     if (p->in.state == XDEV_RXMSG_PAYLOAD)
         FUZZ_CHECK(p->in.got <= p->in.rx.len);
