@@ -49,7 +49,7 @@ for b in $builds; do
         continue
     fi
     # TSan is for races between threads: it runs the tests where several
-    # threads share a device (threads, peek, mprobe, wakeup, the progress thread), not the
+    # threads share a device (threads, peek, mprobe, wakeup, handoff, the progress thread), not the
     # single-threaded bulk tests it would only slow down tenfold, nor the
     # in-VM ibv results (the VM runs in the plain build only).
     # The ibv VM tests run in the plain build only: what they exercise
@@ -64,7 +64,7 @@ for b in $builds; do
     fi
     if [ "$b" = tsan ]; then
         mapfile -t selection < <(meson test -C "build-test-$b" --list 2>/dev/null |
-            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|^unit-|^leftovers')
+            grep -v '^xdev:ibv ' | sed 's/^[^/]*\/ *//' | grep -E 'threads|peek|progress|mprobe|wakeup|handoff|^unit-|^leftovers')
     fi
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp \

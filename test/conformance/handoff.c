@@ -1,13 +1,15 @@
 /*
  * handoff.c - case "handoff": a thread blocked on the device gets in while
- * another thread's wait keeps a long transfer moving. Rank 0's thread A
- * waits for 256 MiB from rank 1, which shm moves with one copy from rank
- * 1's memory; 3 ms in, thread B sends one byte, and its send must return
- * long before A's wait does: the copy goes in pieces, with the lock let go
- * between them, not in one system call that holds it throughout. A round
- * may also put a flood of small messages before the awaited one; none does
- * yet: a waiter keeps the lock through a flood (issue 9's fair hand-over,
- * still open). Ranks past 1 only take part in the barriers.
+ * another thread's wait keeps traffic moving. Rank 0's thread A waits for
+ * one message from rank 1; 3 ms in, thread B sends one byte, and its send
+ * must return long before A's wait does. Two rounds:
+ *  - a flood: 100,000 small messages arrive before the one A waits for,
+ *    so A's wait never runs out of work; it must give B a turn at the lock
+ *    (progress.c) instead of keeping it until the flood is over;
+ *  - a single copy: A waits for 256 MiB, which shm moves with one copy
+ *    from rank 1's memory; the copy must go in pieces, with the lock let
+ *    go between them, not in one system call that holds it throughout.
+ * Ranks past 1 only take part in the barriers.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -74,9 +76,9 @@ void case_handoff(void)
     CHECK(h_size >= 2, "handoff needs 2 ranks");
     unsigned char *big = h_rank <= 1 ? h_malloc(BIG) : NULL;
     static const struct { size_t len; int flood; const char *name; } rounds[] = {
-        { BIG, 0, "single copy" },
+        { 64, FLOOD, "flood" }, { BIG, 0, "single copy" },
     };
-    for (int i = 0; i < 1; i++) {
+    for (int i = 0; i < 2; i++) {
         if (h_rank == 1) {
             h_fill(big, rounds[i].len, 77, 1);
             sender(big, rounds[i].len, rounds[i].flood);
