@@ -107,22 +107,34 @@ void xdev_wakeup_signal(xdev_t *d)
     errno = saved;
 }
 
-/* Let a thread blocked in dev_lock have a turn. A mutex gives none while
- * its holder takes it back at once, so let go and wait, a few yields at
- * most, until a blocked thread got in. A waiter does this only once it
- * has kept threads blocked for as long as an idle spin lasts (SPIN_NS,
- * after which it would let go anyway): only a waiter whose traffic keeps
- * moving gives turns, and then rarely, for threads that all wait and pass
- * the lock round at every chance get nothing done (eight such threads
- * per rank were 25 times slower). */
-static void give_turn(xdev_t *d)
+static unsigned lock_turns(const xdev_t *d)
 {
-    unsigned turns = __atomic_load_n(&d->lock_turns, __ATOMIC_RELAXED);
-    dev_unlock(d);
-    for (int i = 0; i < TURN_YIELDS && __atomic_load_n(&d->lock_turns, __ATOMIC_RELAXED) == turns &&
+    return __atomic_load_n(&d->lock_turns, __ATOMIC_RELAXED);
+}
+
+/* We let go of the lock (it was at `turns` then): give threads blocked on
+ * it a turn before we take it back. A mutex gives none while its holder
+ * takes it back at once, so wait, a few yields at most, until one of them
+ * got in. */
+static void await_turn(xdev_t *d, unsigned turns)
+{
+    for (int i = 0; i < TURN_YIELDS && lock_turns(d) == turns &&
                     __atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED);
          i++)
         sched_yield();
+}
+
+/* A waiter gives turns only once it has kept threads blocked for as long
+ * as an idle spin lasts (SPIN_NS): only a waiter that never lets go by
+ * itself (its traffic keeps moving, or its transport stays busy) gives
+ * them, and then rarely, for threads that all wait and pass the lock
+ * round at every chance get nothing done (eight such threads per rank
+ * were 25 times slower). */
+static void give_turn(xdev_t *d)
+{
+    unsigned turns = lock_turns(d);
+    dev_unlock(d);
+    await_turn(d, turns);
     dev_lock(d);
 }
 
@@ -137,7 +149,8 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
     unsigned woken = wake_count(d);
     bool yielding = false;
-    uint64_t blocking_since = 0; /* others blocked on our lock since then */
+    uint64_t blocking_since = 0; /* others blocked on our lock since then, */
+    unsigned turns_seen = 0;     /* ...none of them got in since */
     for (unsigned spins = 0; !done(d, arg); spins++) {
         progress_once(d);
         if (done(d, arg))
@@ -145,8 +158,9 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
         /* (a poll may be long: a piece of a single copy) */
         if (!multi || !__atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED)) {
             blocking_since = 0;
-        } else if (!blocking_since) {
+        } else if (!blocking_since || lock_turns(d) != turns_seen) {
             blocking_since = now_ns();
+            turns_seen = lock_turns(d);
         } else if (now_ns() - blocking_since >= SPIN_NS) {
             give_turn(d);
             blocking_since = 0;
@@ -169,7 +183,6 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
         uint64_t waited = start ? now - start : (start = now, 0);
         if (waited < SPIN_NS)
             continue;
-        blocking_since = 0; /* we let go below */
         if (waited < YIELD_NS) {
             yielding = true;
             dev_unlock(d);
@@ -200,7 +213,9 @@ static void *progress_main(void *arg)
         nap = d->activity != seen ? NAP_NS : nap * 2 < NAP_NS_IDLE ? nap * 2 : NAP_NS_IDLE;
         seen = d->activity;
         sleep_on_transports(d, 10, nap);
+        unsigned turns = lock_turns(d);
         dev_unlock(d);
+        await_turn(d, turns); /* else it takes the lock back at once */
     }
     return NULL;
 }

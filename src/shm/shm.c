@@ -140,7 +140,7 @@ static void announce(xdev_tp_t *tp)
 
 /* A single copy longer than this is made a piece per progress call, so
  * that the device lock is not held through all of a 16 MiB+ copy: between
- * pieces a waiting caller's spin lets other threads in (progress.c). */
+ * pieces a waiting caller gives threads blocked on it a turn (progress.c). */
 #define COPY_PIECE ((size_t)1 << 20)
 
 /* The next piece of the first single copy with each peer. */

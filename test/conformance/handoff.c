@@ -1,14 +1,17 @@
 /*
  * handoff.c - case "handoff": a thread blocked on the device gets in while
  * another thread's wait keeps traffic moving. Rank 0's thread A waits for
- * one message from rank 1; 3 ms in, thread B sends one byte, and its send
- * must return long before A's wait does. Two rounds:
+ * one message from rank 1; a few ms in, thread B sends one byte, and its
+ * send must return long before A's wait does. Two rounds:
  *  - a flood: 100,000 small messages arrive before the one A waits for,
  *    so A's wait never runs out of work; it must give B a turn at the lock
  *    (progress.c) instead of keeping it until the flood is over;
  *  - a single copy: A waits for 256 MiB, which shm moves with one copy
  *    from rank 1's memory; the copy must go in pieces, with the lock let
  *    go between them, not in one system call that holds it throughout.
+ *    B comes 20 ms in, when A's wait has stopped spinning and yielding
+ *    (progress.c): it only polls, its transport being busy (shm_arm), and
+ *    must still give B a turn.
  * Ranks past 1 only take part in the barriers.
  */
 #include <pthread.h>
@@ -26,8 +29,7 @@ static double b_returned;
 
 static void *thread_b(void *arg)
 {
-    (void)arg;
-    h_sleep_ms(3);
+    h_sleep_ms(*(const int *)arg);
     char one = 'b';
     CHECK_RC(xdev_send(h_dev, &one, 1, 1, TAG_B, CTX_HANDOFF));
     b_returned = h_now();
@@ -46,7 +48,7 @@ static void sender(unsigned char *buf, size_t len, int flood)
     CHECK(one == 'b', "thread B's byte");
 }
 
-static void waiter(unsigned char *buf, size_t len, int flood, const char *round)
+static void waiter(unsigned char *buf, size_t len, int flood, int b_ms, const char *round)
 {
     xdev_request_t r;
     xdev_status_t st;
@@ -54,7 +56,7 @@ static void waiter(unsigned char *buf, size_t len, int flood, const char *round)
     CHECK_RC(xdev_irecv(h_dev, buf, len, 1, TAG_WAITED, CTX_HANDOFF, &r));
     h_barrier();
     pthread_t b;
-    CHECK(pthread_create(&b, NULL, thread_b, NULL) == 0, "pthread_create");
+    CHECK(pthread_create(&b, NULL, thread_b, &b_ms) == 0, "pthread_create");
     h_phase("%s: waiting while thread B sends", round);
     CHECK_RC(xdev_wait(&r, &st));
     double a_returned = h_now();
@@ -75,15 +77,15 @@ void case_handoff(void)
 {
     CHECK(h_size >= 2, "handoff needs 2 ranks");
     unsigned char *big = h_rank <= 1 ? h_malloc(BIG) : NULL;
-    static const struct { size_t len; int flood; const char *name; } rounds[] = {
-        { 64, FLOOD, "flood" }, { BIG, 0, "single copy" },
+    static const struct { size_t len; int flood, b_ms; const char *name; } rounds[] = {
+        { 64, FLOOD, 3, "flood" }, { BIG, 0, 20, "single copy" },
     };
     for (int i = 0; i < 2; i++) {
         if (h_rank == 1) {
             h_fill(big, rounds[i].len, 77, 1);
             sender(big, rounds[i].len, rounds[i].flood);
         } else if (h_rank == 0) {
-            waiter(big, rounds[i].len, rounds[i].flood, rounds[i].name);
+            waiter(big, rounds[i].len, rounds[i].flood, rounds[i].b_ms, rounds[i].name);
         } else {
             h_barrier();
         }
