@@ -263,13 +263,14 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
     poll_cq(tp);
     ibv_rx_repost(tp);
     ibv_tx_run(tp);
-    /* The clock is read every 64th poll (a clock read may be a system call
-     * in a VM) or after a sleep: timers (connections, exits, keepalives)
-     * need no finer grain. */
+    /* The coarse clock, read every 64th poll or after a sleep, is fine
+     * enough for timers (connections, exits, keepalives). The precise one
+     * may be a system call reading a device: in a VM whose clock source
+     * is the HPET it was a tenth of the polling loop's time. */
     if (!tp->timer_due && (++tp->polls & 63))
         return;
     tp->timer_due = false;
-    uint64_t now = xdev_now_ms();
+    uint64_t now = xdev_now_coarse_ms();
     if (now >= tp->next_timer_ms) {
         tp->next_timer_ms = now + TIMER_MS;
         take_events(tp);

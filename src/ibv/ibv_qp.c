@@ -276,7 +276,7 @@ void ibv_want_peer(xdev_tp_t *tp, int peer)
     if (p->wanted || p->state == PEER_DEAD)
         return;
     p->wanted = true;
-    p->give_up_ms = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
+    p->give_up_ms = xdev_now_coarse_ms() + (uint64_t)tp->peer_timeout_ms;
     if (p->state != PEER_IDLE)
         return;
     /* Failures surface from the next progress call, never from here. */

@@ -42,7 +42,11 @@ static void release(xdev_tp_t *tp, ibv_peer_t *p, uint32_t idx, bool owe)
         ibv_rx_repost(tp);
 }
 
-void ibv_rx_repost(xdev_tp_t *tp)
+/* Post the used buffers, a batch at a time. Kept out of ibv_rx_repost,
+ * which every poll calls: the compiler sets up the batch's chain of work
+ * requests before its loop, work a poll with nothing to post should not
+ * pay (it was a fifth of an idle poll's cost under emulation). */
+static __attribute__((noinline)) void post_batches(xdev_tp_t *tp)
 {
     struct ibv_recv_wr wr[REPOST_BATCH], *bad;
     struct ibv_sge sge[REPOST_BATCH];
@@ -61,6 +65,12 @@ void ibv_rx_repost(xdev_tp_t *tp)
             break; /* cannot happen with the SRQ sized for every buffer */
         tp->nrepost -= n;
     }
+}
+
+void ibv_rx_repost(xdev_tp_t *tp)
+{
+    if (tp->nrepost)
+        post_batches(tp);
     /* Only now are the buffers really there to be filled again. */
     while (tp->ndirty) {
         ibv_peer_t *p = tp->dirty[--tp->ndirty];
