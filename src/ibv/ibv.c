@@ -235,23 +235,28 @@ static int take_events(xdev_tp_t *tp)
     return n > 0 ? n : 0;
 }
 
-static void poll_cq(xdev_tp_t *tp)
+/* Take what completed; true if anything arrived. */
+static bool poll_cq(xdev_tp_t *tp)
 {
     struct ibv_wc wc[POLL_BATCH];
+    bool received = false;
     for (int rounds = 0; rounds < 8; rounds++) {
         int n = ibv_poll_cq(tp->cq, POLL_BATCH, wc);
         for (int i = 0; i < n; i++) {
             unsigned kind = wr_kind_of(wc[i].wr_id);
-            if (kind == WR_RECV)
+            if (kind == WR_RECV) {
                 ibv_rx_completion(tp, &wc[i]);
-            else if (kind == WR_RMA)
+                received = true;
+            } else if (kind == WR_RMA) {
                 ibv_rma_completion(tp, &wc[i]);
-            else
+            } else {
                 ibv_tx_completion(tp, &wc[i]);
+            }
         }
         if (n < POLL_BATCH)
-            return;
+            break;
     }
+    return received;
 }
 
 static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
@@ -260,8 +265,13 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
     if (tp->size < 2)
         return;
     ibv_rx_service(tp);
-    poll_cq(tp);
-    ibv_rx_repost(tp);
+    /* Used buffers go back on the SRQ from a poll that received nothing
+     * (or a full batch at once: ibv_rx.c's release). One that received
+     * may have handed the core a message its caller is about to answer;
+     * the repost, two thirds of a whole send in instructions, waits for
+     * the idle polls that follow the answer. */
+    if (!poll_cq(tp))
+        ibv_rx_repost(tp);
     ibv_tx_run(tp);
     /* The coarse clock, read every 64th poll or after a sleep, is fine
      * enough for timers (connections, exits, keepalives). The precise one
@@ -308,6 +318,7 @@ static int ibv_tp_arm(xdev_tp_t *tp)
 {
     if (tp->size < 2)
         return XDEV_OK;
+    ibv_rx_repost(tp); /* none held back while we sleep: peers wait on them */
     bool events = take_events(tp) > 0;
     /* look at the events as soon as we wake, or now if some were taken */
     tp->next_timer_ms = 0;
