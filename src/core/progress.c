@@ -151,7 +151,9 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
     bool yielding = false;
     uint64_t blocking_since = 0; /* others blocked on our lock since then, */
     unsigned turns_seen = 0;     /* ...none of them got in since */
-    for (unsigned spins = 0; !done(d, arg); spins++) {
+    if (done(d, arg))
+        return XDEV_OK;
+    for (unsigned spins = 0;; spins++) {
         progress_once(d);
         if (done(d, arg))
             return XDEV_OK;
@@ -194,10 +196,8 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
             if (left < (uint64_t)ms * 1000000ull)
                 ms = (int)(left / 1000000ull) + 1;
             sleep_on_transports(d, ms, left < NAP_NS ? left : NAP_NS);
-            progress_once(d);
         }
     }
-    return XDEV_OK;
 }
 
 /* The thread naps longer the longer nothing moves (where it cannot sleep
