@@ -9,6 +9,8 @@
 # output to RESULTS_DIR/logs/NAME.log. Names:
 #   conf-npN-CASE      test/conformance CASE on N ranks (default rendezvous)
 #   conf-npN-CASE-M    ... with XDEV_IBV_RNDZ=M (read, write or send)
+#   tight-npN-CASE     conf-npN-CASE with XDEV_IBV_RX_BUFS=4: every window
+#                      at its floor (one credit a peer at 4 ranks)
 #   flood-npN          test/fault fault_flood on N ranks
 #   flood-progress     ... with a progress thread
 #   finalize-active    fault_finalize_active active / clean
@@ -68,6 +70,12 @@ while read -r t; do
         conf-np*-*)
             np=${t#conf-np}; np=${np%%-*}; c=${t#conf-np$np-}
             run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
+        tight-np*-*)
+            # Credits run out all the time, and only the reposts of idle
+            # polls and of a device going to sleep hand them back: a lost
+            # repost is a hang, not a slowdown.
+            np=${t#tight-np}; np=${np%%-*}; c=${t#tight-np$np-}
+            XDEV_IBV_RX_BUFS=4 run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
         flood-progress)
             XDEV_UNEXPECTED_LIMIT=262144 run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 \
                 "$B/test/fault/fault_flood" --progress ;;
