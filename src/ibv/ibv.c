@@ -266,11 +266,11 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
         return;
     ibv_rx_service(tp);
     /* Used buffers go back on the SRQ from a poll that received nothing
-     * (or a full batch at once: ibv_rx.c's release). One that received
-     * may have handed the core a message its caller is about to answer;
-     * the repost, two thirds of a whole send in instructions, waits for
-     * the idle polls that follow the answer. */
-    if (!poll_cq(tp))
+     * (or at once where they may not wait: ibv_rx.c's release). One that
+     * received may have handed the core a message its caller is about to
+     * answer; the repost, two thirds of a whole send in instructions,
+     * waits for the idle polls that follow the answer. */
+    if (!poll_cq(tp) || tp->repost_now)
         ibv_rx_repost(tp);
     ibv_tx_run(tp);
     /* The coarse clock, read every 64th poll or after a sleep, is fine

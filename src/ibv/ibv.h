@@ -158,6 +158,7 @@ struct xdev_tp {
     uint32_t tx_free;      /* free list of send buffers (index+1) */
     uint32_t *repost;      /* receive buffers waiting to go back on the SRQ */
     uint32_t nrepost;
+    bool repost_now;       /* ...and one of them may not wait for an idle poll */
     ibv_peer_t **dirty;    /* peers with owed_unposted */
     uint32_t ndirty;
     int credits;           /* initial credits of every peer */

@@ -287,6 +287,7 @@ void ibv_want_peer(xdev_tp_t *tp, int peer)
     IBV_TRACE(tp, "peer %d: wanted, qpn %u published", peer, p->qp ? p->qp->qp_num : 0);
     tp->next_scan_ms = 0;
     tp->scan_ms = SCAN_MIN_MS;
+    tp->next_timer_ms = 0; /* within the coarse clock's tick too */
     tp->timer_due = true;
 }
 

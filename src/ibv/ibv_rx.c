@@ -31,13 +31,27 @@ int ibv_rx_init(xdev_tp_t *tp)
     return tp->nrepost ? XDEV_ERR_SYSTEM : XDEV_OK;
 }
 
+/* Would the peer be owed enough for a frame of credits alone, once its
+ * buffers are back on the SRQ? */
+static bool grant_due(const xdev_tp_t *tp, const ibv_peer_t *p)
+{
+    xdev_credits_t reposted = { .owed = p->cr.owed + p->owed_unposted };
+    return xdev_credits_due(&reposted, tp->credits);
+}
+
 /* A buffer the peer filled is free again; it is owed a credit once the
- * buffer is back on the SRQ. */
+ * buffer is back on the SRQ. Buffers may wait for the next idle poll
+ * (ibv_tp_progress), but not one of the reserve that credit-only frames
+ * use (owe false), nor one whose peer is then due a grant: so no peer
+ * waits on more than half its window of buffers we freed, as when every
+ * poll reposted, whatever we do between calls. */
 static void release(xdev_tp_t *tp, ibv_peer_t *p, uint32_t idx, bool owe)
 {
     tp->repost[tp->nrepost++] = idx;
     if (owe && p->state != PEER_DEAD && p->owed_unposted++ == 0)
         tp->dirty[tp->ndirty++] = p;
+    if (!owe || (p->state != PEER_DEAD && grant_due(tp, p)))
+        tp->repost_now = true;
     if (tp->nrepost >= REPOST_BATCH)
         ibv_rx_repost(tp);
 }
@@ -69,6 +83,7 @@ static __attribute__((noinline)) void post_batches(xdev_tp_t *tp)
 
 void ibv_rx_repost(xdev_tp_t *tp)
 {
+    tp->repost_now = false;
     if (tp->nrepost)
         post_batches(tp);
     /* Only now are the buffers really there to be filled again. */
