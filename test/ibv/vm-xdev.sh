@@ -71,8 +71,8 @@ while read -r t; do
             np=${t#conf-np}; np=${np%%-*}; c=${t#conf-np$np-}
             run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
         tight-np*-*)
-            # Credits run out all the time, and only the reposts of idle
-            # polls and of a device going to sleep hand them back: a lost
+            # Credits run out all the time, and each freed buffer is one
+            # its peer's grant waits on (ibv_rx.c's release): a lost
             # repost is a hang, not a slowdown.
             np=${t#tight-np}; np=${np%%-*}; c=${t#tight-np$np-}
             XDEV_IBV_RX_BUFS=4 run "$t" 600 "$XDEVRUN" -n "$np" --transport ibv --timeout 590 "$CONF" "$c" ;;
