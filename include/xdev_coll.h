@@ -80,7 +80,8 @@
  *                reduce + bcast (forced only)
  *   reduce_scatter  ring (long); reduce + scatterv (short)
  *   scan         linear chain; recursive doubling
- *   barrier      dissemination
+ *   barrier      linear: all to member 0, which then releases all (groups
+ *                of up to 8); dissemination (larger groups)
  * Every algorithm posts its sends and receives as nonblocking xdev requests
  * so that a step's transfers overlap.
  *

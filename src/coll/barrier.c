@@ -1,17 +1,59 @@
 /*
- * barrier.c - dissemination barrier: in round k every member signals the
- * member 2^k ahead and waits for the one 2^k behind; after ceil(log2 p)
- * rounds everyone has heard, indirectly, from everyone.
+ * barrier.c - two barriers:
+ *   linear         every member tells member 0 it has arrived; member 0,
+ *                  once all have, releases each (small groups);
+ *   dissemination  in round k every member signals the member 2^k ahead and
+ *                  waits for the one 2^k behind; after ceil(log2 p) rounds
+ *                  everyone has heard, indirectly, from everyone.
+ * In a small group, and the more so with more ranks than cores, what a
+ * barrier costs is how many members must be scheduled one after another:
+ * two in the linear one (any member, then member 0), ceil(log2 p) in
+ * dissemination. Its order of leaving is what the next collective meets:
+ * the linear one lets every member go from member 0, just after it, so a
+ * collective rooted there (a bcast, OSU's barrier between timed calls)
+ * finds its root already sending; dissemination lets members go in no
+ * such order, and at 4 ranks on 2 cores a bcast's children then often
+ * waited a time slice for a root still in the barrier (2-5 us an 8-byte
+ * bcast against 0.2-0.6).
  */
 #include "coll.h"
+
+/* Up to this many members the linear barrier is the automatic choice;
+ * member 0 handles 2 (p - 1) messages in it. */
+#define LINEAR_MEMBERS 8
+
+enum { PH_UP, PH_DOWN };
+
+static int barrier_linear(xdev_coll_group_t *g)
+{
+    int p = g->size, rc;
+    if (g->rank != 0)
+        return (rc = coll_irecv(g, NULL, 0, 0, PH_DOWN)) || (rc = coll_isend(g, NULL, 0, 0, PH_UP))
+                   ? rc
+                   : coll_waitall(g);
+    for (int i = 1; i < p; i++)
+        if ((rc = coll_irecv(g, NULL, 0, i, PH_UP))) return rc;
+    if ((rc = coll_waitall(g))) return rc;
+    for (int i = 1; i < p; i++)
+        if ((rc = coll_isend(g, NULL, 0, i, PH_DOWN))) return rc;
+    return coll_waitall(g);
+}
+
+static int barrier_dissemination(xdev_coll_group_t *g)
+{
+    int p = g->size, rc = XDEV_OK;
+    for (int k = 1, phase = 0; k < p && !rc; k <<= 1, phase++)
+        rc = coll_sendrecv(g, NULL, 0, (g->rank + k) % p, NULL, 0, (g->rank - k + p) % p, phase);
+    return rc;
+}
 
 int xdev_coll_barrier(xdev_coll_group_t *g)
 {
     if (!g) return XDEV_ERR_ARG;
     int rc = coll_begin(g);
     if (rc) return rc;
-    int p = g->size, phase = 0;
-    for (int k = 1; k < p && !rc; k <<= 1, phase++)
-        rc = coll_sendrecv(g, NULL, 0, (g->rank + k) % p, NULL, 0, (g->rank - k + p) % p, phase);
+    int alg = g->cfg.forced[F_BARRIER];
+    if (alg == COLL_AUTO) alg = g->size <= LINEAR_MEMBERS ? BARRIER_LINEAR : BARRIER_DISSEMINATION;
+    rc = alg == BARRIER_LINEAR ? barrier_linear(g) : barrier_dissemination(g);
     return coll_end(g, rc);
 }

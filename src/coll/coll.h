@@ -30,6 +30,7 @@ enum coll_family {
  * index 1 the long-message one; a direct (one-round) algorithm for short
  * messages in small groups, where a family has one, comes after them (see
  * config.c for their names). */
+enum { BARRIER_DISSEMINATION, BARRIER_LINEAR };
 enum { BCAST_BINOMIAL, BCAST_SCATTER_RING };
 enum { GATHER_BINOMIAL, GATHER_LINEAR };
 enum { SCATTER_BINOMIAL, SCATTER_LINEAR };

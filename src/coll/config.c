@@ -22,7 +22,7 @@ static const struct family_desc {
     int direct;           /* number of its one-round algorithm; 0: it has none */
     size_t direct_max;    /* bytes up to which that one is used by default */
 } families[F_COUNT] = {
-    [F_BARRIER] = {"BARRIER", {"dissemination"}},
+    [F_BARRIER] = {"BARRIER", {"dissemination", "linear"}},
     [F_BCAST] = {"BCAST", {"binomial", "scatter_ring"}},
     [F_GATHER] = {"GATHER", {"binomial", "linear"}},
     [F_SCATTER] = {"SCATTER", {"binomial", "linear"}},

@@ -264,6 +264,7 @@ static void t_scan(const char *alg, const struct red *r, size_t count, uint64_t 
     CHECK_RC(xdev_coll_group_free(g));
 }
 
+static const char *barrier_algs[] = {"dissemination", "linear", "auto", NULL};
 static const char *reduce_algs[] = {"binomial", "ring_gather", "auto", NULL};
 static const char *allreduce_algs[] = {"recursive_doubling", "ring", "reduce_bcast", "direct",
                                         "auto", NULL};
@@ -280,11 +281,11 @@ static void all_algorithms(const struct red *r, size_t count, uint64_t seed, int
 
 /* Nobody leaves the barrier before the last member entered it: member
  * (size - 1) enters 50 ms late, and clocks are comparable on one host. */
-static void t_barrier(void)
+static void t_barrier(const char *alg)
 {
-    xdev_coll_group_t *g = t_world(NULL, NULL);
+    xdev_coll_group_t *g = t_world("XDEV_COLL_BARRIER", alg);
     for (int i = 0; i < 20; i++) {
-        t_phase("barrier %d", i);
+        t_phase("barrier %s %d", alg, i);
         CHECK_RC(xdev_coll_barrier(g));
     }
     double entered = 0;
@@ -303,7 +304,7 @@ static void t_barrier(void)
 int case_reduce(void)
 {
     uint64_t seed = 1000;
-    t_barrier();
+    for (int a = 0; barrier_algs[a]; a++) t_barrier(barrier_algs[a]);
     /* Every type and operation, at a count that splits unevenly. */
     for (int type = XDEV_COLL_INT32; type <= XDEV_COLL_DOUBLE; type++)
         for (int code = XDEV_COLL_SUM; code <= XDEV_COLL_BXOR; code++) {
