@@ -1,7 +1,7 @@
 /*
  * coll-bench - collective latency, one source for libxdev_coll and MPI.
  *
- *   coll-bench [--ops allreduce,bcast,allgather,alltoall] [--sizes 8,1M]
+ *   coll-bench [--ops allreduce,bcast,allgather,alltoall,...] [--sizes 8,1M]
  *              [--iters N] [--budget SECONDS]
  *              [--timing back-to-back|per-call|both]
  *
@@ -13,6 +13,10 @@
  *   bcast      SIZE bytes from rank 0
  *   allgather  SIZE bytes per rank
  *   alltoall   SIZE bytes per pair of ranks
+ *   reduce     SIZE bytes of doubles, sum, to rank 0
+ *   gather     SIZE bytes per rank to rank 0
+ *   scatter    SIZE bytes per rank from rank 0
+ *   barrier    (SIZE is ignored)
  * Each (op, size) runs a warm-up of a tenth of the iterations, then N timed
  * iterations (N = --iters, by default as OSU's: 10000 up to 8 KiB and 1000
  * above, so that a call of about 1 us is timed over some 10 ms rather than
@@ -68,6 +72,18 @@ static int b_alltoall(const void *s, void *d, size_t n)
 {
     return MPI_Alltoall(s, (int)n, MPI_BYTE, d, (int)n, MPI_BYTE, MPI_COMM_WORLD);
 }
+static int b_reduce(const double *s, double *d, size_t n)
+{
+    return MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+}
+static int b_gather(const void *s, void *d, size_t n)
+{
+    return MPI_Gather(s, (int)n, MPI_BYTE, d, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+static int b_scatter(const void *s, void *d, size_t n)
+{
+    return MPI_Scatter(s, (int)n, MPI_BYTE, d, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
 static int b_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 #else
 static xdev_t *dev;
@@ -98,6 +114,12 @@ static int b_allreduce(const double *s, double *d, size_t n)
 static int b_bcast(void *b, size_t n) { return xdev_coll_bcast(grp, b, n, 0); }
 static int b_allgather(const void *s, void *d, size_t n) { return xdev_coll_allgather(grp, s, n, d); }
 static int b_alltoall(const void *s, void *d, size_t n) { return xdev_coll_alltoall(grp, s, n, d); }
+static int b_reduce(const double *s, double *d, size_t n)
+{
+    return xdev_coll_reduce(grp, s, d, n, &dsum, 0);
+}
+static int b_gather(const void *s, void *d, size_t n) { return xdev_coll_gather(grp, s, n, d, 0); }
+static int b_scatter(const void *s, void *d, size_t n) { return xdev_coll_scatter(grp, s, d, n, 0); }
 static int b_barrier(void) { return xdev_coll_barrier(grp); }
 #endif
 
@@ -108,16 +130,32 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static const char *op_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+enum op { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, REDUCE, GATHER, SCATTER, BARRIER, N_OPS };
+static const char *op_names[N_OPS] = {"allreduce", "bcast",  "allgather", "alltoall",
+                                      "reduce",    "gather", "scatter",   "barrier"};
 
+/* s and d hold SIZE bytes per rank; scatter reads them from s at the root. */
 static int run_op(int op, void *s, void *d, size_t n)
 {
     switch (op) {
-    case 0: return b_allreduce(s, d, n / sizeof(double));
-    case 1: return b_bcast(s, n);
-    case 2: return b_allgather(s, d, n);
-    default: return b_alltoall(s, d, n);
+    case ALLREDUCE: return b_allreduce(s, d, n / sizeof(double));
+    case BCAST: return b_bcast(s, n);
+    case ALLGATHER: return b_allgather(s, d, n);
+    case ALLTOALL: return b_alltoall(s, d, n);
+    case REDUCE: return b_reduce(s, d, n / sizeof(double));
+    case GATHER: return b_gather(s, d, n);
+    case SCATTER: return b_scatter(s, d, n);
+    default: return b_barrier();
     }
+}
+
+/* Whether op is in the comma-separated list (whole names only). */
+static int listed(const char *list, const char *op)
+{
+    size_t len = strlen(op);
+    for (const char *p = list; (p = strstr(p, op)); p += len)
+        if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) return 1;
+    return 0;
 }
 
 static void check(int rc, const char *what)
@@ -214,14 +252,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (rank == 0) printf("op,timing,size,iters,value,unit\n");
-    for (int op = 0; op < 4; op++) {
-        if (!strstr(ops, op_names[op])) continue;
+    for (int op = 0; op < N_OPS; op++) {
+        if (!listed(ops, op_names[op])) continue;
         char list[256];
         snprintf(list, sizeof list, "%s", sizes);
         for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
             size_t n = parse_size(tok);
-            if (op == 0) n = (n + 7) / 8 * 8;
-            size_t bytes = op >= 2 ? n * (size_t)size : n;
+            if (op == ALLREDUCE || op == REDUCE) n = (n + 7) / 8 * 8;
+            if (op == BARRIER) n = 0;
+            size_t bytes = op == ALLREDUCE || op == BCAST || op == REDUCE ? n : n * (size_t)size;
             char *s = calloc(1, bytes ? bytes : 1), *d = calloc(1, bytes ? bytes : 1);
             if (!s || !d) check(1, "malloc");
             long cap = max_iters ? max_iters : n <= 8192 ? 10000 : 1000;
@@ -235,6 +274,7 @@ int main(int argc, char **argv)
             }
             free(s);
             free(d);
+            if (op == BARRIER) break; /* one size is enough */
         }
     }
     b_fini();

@@ -22,7 +22,8 @@
 #
 # Environment:
 #   NPS           process counts (default "2 4 8")
-#   OPS, SIZES    passed as --ops / --sizes (default: all four, "8,1M")
+#   OPS, SIZES    passed as --ops / --sizes (default: all eight of
+#                 coll_bench.c, "8,1M")
 #   BUDGET        seconds per operation, size and timing per run (default 0.3)
 #   TIMING        back-to-back, per-call or both (the default)
 #   XDEV_COLL_TRANSPORT  xdev transport (default: auto, i.e. shm here)
@@ -46,7 +47,7 @@ rounds=${2:-5}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
 read -r -a nps <<<"${NPS:-2 4 8}"
 read -r -a systems <<<"${SYSTEMS:-xdev ompi mpich}"
-ops=${OPS:-allreduce,bcast,allgather,alltoall}
+ops=${OPS:-allreduce,bcast,allgather,alltoall,reduce,gather,scatter,barrier}
 sizes=${SIZES:-8,1M}
 budget=${BUDGET:-0.3}
 timing=${TIMING:-both}
