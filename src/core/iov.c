@@ -23,7 +23,7 @@ void xdev_iov_gather(void *dst, const xdev_iov_t *iov, unsigned niov, size_t off
     for (unsigned i = find(iov, niov, &off); n && i < niov; i++, off = 0) {
         size_t k = iov[i].len - off < n ? iov[i].len - off : n;
         if (k)
-            memcpy(out, (const char *)iov[i].base + off, k);
+            xdev_copy(out, (const char *)iov[i].base + off, k);
         out += k;
         n -= k;
     }
@@ -35,7 +35,7 @@ void xdev_iov_scatter(const xdev_iov_t *iov, unsigned niov, size_t off, const vo
     for (unsigned i = find(iov, niov, &off); n && i < niov; i++, off = 0) {
         size_t k = iov[i].len - off < n ? iov[i].len - off : n;
         if (k)
-            memcpy((char *)iov[i].base + off, in, k);
+            xdev_copy((char *)iov[i].base + off, in, k);
         in += k;
         n -= k;
     }

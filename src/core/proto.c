@@ -69,7 +69,7 @@ static void req_put(xreq_t *r, size_t off, const void *src, size_t n)
     if (r->niov)
         xdev_iov_scatter(req_iov(r), r->niov, off, src, n);
     else if (n)
-        memcpy((char *)r->buf + off, src, n);
+        xdev_copy((char *)r->buf + off, src, n);
 }
 
 /* Copy the first n bytes of s's buffer into r's (a send to oneself). */
@@ -519,7 +519,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
         if (s->niov)
             xdev_iov_gather(e->data, req_iov(s), s->niov, 0, s->len);
         else if (s->len)
-            memcpy(e->data, s->buf, s->len);
+            xdev_copy(e->data, s->buf, s->len);
         e->state = UX_READY;
     } else {
         e->state = UX_DEFERRED;

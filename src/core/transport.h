@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "../kit/copy.h"
 #include "options.h"
 #include "wire.h"
 #include "xdev.h"
@@ -74,7 +75,7 @@ static inline void xdev_txop_copy(void *dst, const xdev_txop_t *op, size_t off, 
     if (op->payload_niov)
         xdev_iov_gather(dst, op->payload_iov, op->payload_niov, off, n);
     else if (n)
-        memcpy(dst, (const char *)op->payload + off, n);
+        xdev_copy(dst, (const char *)op->payload + off, n);
 }
 
 /*
@@ -116,7 +117,7 @@ static inline void xdev_rx_place(const xdev_rx_t *rx, size_t off, const void *sr
     if (rx->dst_iov)
         xdev_iov_scatter(rx->dst_iov, rx->dst_niov, off, src, n);
     else
-        memcpy((char *)rx->dst + off, src, n);
+        xdev_copy((char *)rx->dst + off, src, n);
 }
 
 /* A resumed message's destination, as ops->resume is given it. */
