@@ -9,6 +9,8 @@
  *   XDEV_SHM_CMA_MIN  smallest rendezvous the receiver fetches with
  *                     process_vm_readv instead of the pipelined double copy
  *                     (k/m/g suffixes, or "never"). 0 forces it always.
+ *                     From SHM_ADAPT_MIN up it is also used while long
+ *                     streams are slow (shm_rndz_mode); never stops that too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -210,13 +212,21 @@ static void shm_watch(xdev_tp_t *tp, int peer)
     (void)peer;
 }
 
+/* Tries of the ring while the receiver finds streams slow: one rendezvous
+ * in this many, so that it sees when they are fast again. */
+#define SHM_STREAM_RETRY 64
+
 /* Large messages move with one copy, process_vm_readv by the receiver (or
- * process_vm_writev by the sender), where the kernel lets us. */
+ * process_vm_writev by the sender), where the kernel lets us; so do
+ * long ones while the receiver finds them slow through the ring. */
 static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     shm_peer_t *p = tp->by_rank[peer];
-    return len >= tp->cma_min && !p->gone && shm_seg_cma_works(tp, p) ? tp->cma_mode
-                                                                       : XDEV_RNDZ_SEND;
+    bool single = len >= tp->cma_min ||
+                  (len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX &&
+                   atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed) &&
+                   ++p->single_picks % SHM_STREAM_RETRY != 0);
+    return single && !p->gone && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
 
 /* A peer process reaches our memory by its address: nothing to register. */

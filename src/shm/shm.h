@@ -74,6 +74,12 @@ typedef struct shm_seg {
 
 enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 
+/* A rendezvous from this size up streams through the ring only while the
+ * receiver finds such streams at least SHM_FAST_STREAM bytes per ns fast;
+ * otherwise it is copied once (shm.c, shm_rndz_mode). */
+#define SHM_ADAPT_MIN ((size_t)256 << 10)
+#define SHM_FAST_STREAM 8
+
 typedef struct shm_peer {
     int rank;
     bool gone;       /* left or died: nothing new will come or be read */
@@ -93,6 +99,9 @@ typedef struct shm_peer {
     xdev_rxmsg_t in;    /* the message being read from it; RESUMED: its
                          * start record is still in the ring */
     size_t rx_skip;     /* start record: framing and head before the payload */
+    uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
+    unsigned single_picks; /* long rendezvous sent single-copy since the
+                            * ring was last tried (shm_rndz_mode) */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
 } shm_peer_t;

@@ -80,6 +80,8 @@ typedef struct shm_ring_ctl {
     _Alignas(SHM_SPLIT) _Atomic uint64_t head; /* bytes of the ring read and released */
     _Atomic uint32_t seen;   /* the consumer has begun reading this ring */
     _Atomic uint32_t closed; /* the consumer stopped reading: it left or gave up on us */
+    _Atomic uint32_t slow_streams; /* long messages stream slowly through this
+                                    * ring: copy them once instead (shm.c) */
     /* written by the producer */
     _Alignas(SHM_SPLIT) _Atomic uint32_t eof; /* the producer left after its last record */
 } shm_ring_ctl_t;
