@@ -24,7 +24,7 @@
 #define NAP_NS 50000ull         /* instead of sleeping on shm, which has no fd */
 #define NAP_NS_IDLE 2000000ull  /* the progress thread's longest nap */
 
-static uint64_t now_ns(void)
+uint64_t xdev_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,7 +33,7 @@ static uint64_t now_ns(void)
 
 uint64_t xdev_now_ms(void)
 {
-    return now_ns() / 1000000ull;
+    return xdev_now_ns() / 1000000ull;
 }
 
 uint64_t xdev_now_coarse_ms(void)
@@ -146,7 +146,7 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
 {
     bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
     uint64_t start = 0, seen = d->activity;
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : xdev_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     unsigned woken = wake_count(d);
     bool yielding = false;
     uint64_t blocking_since = 0; /* others blocked on our lock since then, */
@@ -161,9 +161,9 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
         if (!multi || !__atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED)) {
             blocking_since = 0;
         } else if (!blocking_since || lock_turns(d) != turns_seen) {
-            blocking_since = now_ns();
+            blocking_since = xdev_now_ns();
             turns_seen = lock_turns(d);
-        } else if (now_ns() - blocking_since >= SPIN_NS) {
+        } else if (xdev_now_ns() - blocking_since >= SPIN_NS) {
             give_turn(d);
             blocking_since = 0;
         }
@@ -177,7 +177,7 @@ int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int tim
          * an idle ring costs a few nanoseconds, the clock about twenty. */
         if (spins < 64 || (!yielding && spins % 16))
             continue;
-        uint64_t now = now_ns();
+        uint64_t now = xdev_now_ns();
         if (wake_count(d) != woken)
             return XDEV_ERR_WOKEN;
         if (now >= deadline)

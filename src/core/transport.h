@@ -317,8 +317,10 @@ bool xdev_process_gone(int pid);
  * thing to both. */
 void xdev_host_token(char *out, size_t cap, const char *const *namespaces, int n);
 
-/* Milliseconds on the monotonic clock; the coarse one costs a few ns and
- * no system call, for transports that check timers while they poll. */
+/* Milliseconds (and nanoseconds) on the monotonic clock; the coarse one
+ * costs a few ns and no system call, for transports that check timers
+ * while they poll. */
+uint64_t xdev_now_ns(void);
 uint64_t xdev_now_ms(void);
 uint64_t xdev_now_coarse_ms(void);
 

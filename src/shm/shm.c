@@ -154,8 +154,12 @@ static void copy_pieces(xdev_tp_t *tp)
         if (!op)
             continue;
         size_t n = op->len - p->copied < COPY_PIECE ? op->len - p->copied : COPY_PIECE;
+        /* What reading from p costs is half of the verdict on its streams. */
+        uint64_t t0 = !op->write && n >= SHM_ADAPT_MIN ? xdev_now_ns() : 0;
         int rc = shm_seg_copy(tp, p->rank, (char *)op->local + p->copied, n,
                               op->remote_addr + p->copied, op->write);
+        if (t0 && rc == XDEV_OK)
+            shm_rate_single(p, n, xdev_now_ns() - t0);
         if (rc == XDEV_OK && (p->copied += n) < op->len)
             continue;
         p->copies = op->next;
@@ -222,11 +226,13 @@ static void shm_watch(xdev_tp_t *tp, int peer)
 static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     shm_peer_t *p = tp->by_rank[peer];
+    if (p->gone) /* (its segment may not even be mapped) */
+        return XDEV_RNDZ_SEND;
     bool single = len >= tp->cma_min ||
                   (len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX &&
                    atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed) &&
                    ++p->single_picks % SHM_STREAM_RETRY != 0);
-    return single && !p->gone && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
+    return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
 
 /* A peer process reaches our memory by its address: nothing to register. */

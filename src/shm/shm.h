@@ -74,11 +74,13 @@ typedef struct shm_seg {
 
 enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 
-/* A rendezvous from this size up streams through the ring only while the
- * receiver finds such streams at least SHM_FAST_STREAM bytes per ns fast;
- * otherwise it is copied once (shm.c, shm_rndz_mode). */
+/* A rendezvous from this size up streams through the ring only while its
+ * receiver finds such streams at least as fast as its single copies;
+ * otherwise it is copied once (shm_rx.c, shm_rndz_mode). Until it has made
+ * one, a receiver takes a single copy to move SHM_SINGLE_GUESS bytes per
+ * us (12-13 GB/s here wherever the cores are). */
 #define SHM_ADAPT_MIN ((size_t)256 << 10)
-#define SHM_FAST_STREAM 8
+#define SHM_SINGLE_GUESS 12000
 
 typedef struct shm_peer {
     int rank;
@@ -100,8 +102,10 @@ typedef struct shm_peer {
                          * start record is still in the ring */
     size_t rx_skip;     /* start record: framing and head before the payload */
     uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
-    unsigned single_picks; /* long rendezvous sent single-copy since the
-                            * ring was last tried (shm_rndz_mode) */
+    uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
+    uint32_t single_rate; /* of our single copies from it; 0: none yet */
+    unsigned single_picks; /* long rendezvous to it while its verdict said
+                            * slow; every SHM_STREAM_RETRY-th streams */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
 } shm_peer_t;
@@ -170,6 +174,11 @@ int shm_arm(xdev_tp_t *tp);
 
 /* We published records to p or released room in its ring to us: wake it
  * if it sleeps (shm_bell.c says why the order of the two steps holds). */
+/* A long stream in from p, or a single copy from it, took ns: average its
+ * rate in and give p the verdict (shm_rx.c). */
+void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
+void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
+
 static inline void shm_bell_after(xdev_tp_t *tp, shm_peer_t *p)
 {
     if (tp->fence_free)

@@ -17,29 +17,41 @@
  * the data area) fails the peer.
  */
 #include <string.h>
-#include <time.h>
 #include "shm.h"
 
-static uint64_t now_ns(void)
+/* Half the old average, half the new rate: a change shows in two. */
+static uint32_t average(uint32_t avg, uint64_t bytes, uint64_t ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t rate = bytes * 1000 / (ns ? ns : 1);
+    if (rate > UINT32_MAX / 2)
+        rate = UINT32_MAX / 2;
+    return avg ? (uint32_t)((avg + rate) / 2) : (uint32_t)rate;
 }
 
-/* A long message has all streamed in: tell its sender whether streams
- * through this ring are worth their two copies. They are 3-10 times
- * slower than usual when the two cores share no cache (another CCD or
- * socket; in this VM, when the host puts the two vCPUs so) or the sender
- * is slow to refill the ring, and a single copy then moves 3-8 times more
- * (12-13 GB/s either way here, against 2.5-6 streamed, 25-35 at best). */
-static void stream_done(shm_peer_t *p)
+/* Tell p whether its long messages are worth streaming to us, through our
+ * ring's control block. Streams run 3-10 times slower than usual when the
+ * two cores share no cache (another CCD or socket; in this VM, whenever
+ * the host puts the two vCPUs so) or the sender is slow to refill the
+ * ring, and a single copy then moves 3-8 times more (12-13 GB/s either way
+ * here, against 2.5-6 streamed, 25-35 at best). */
+static void verdict(shm_peer_t *p)
 {
-    uint64_t ns = now_ns() - p->stream_t0;
-    uint32_t slow = p->in.got < SHM_FAST_STREAM * ns;
-    p->stream_t0 = 0;
+    uint32_t single = p->single_rate ? p->single_rate : SHM_SINGLE_GUESS;
+    uint32_t slow = p->ring_rate < single;
     if (atomic_load_explicit(&p->rx.ctl->slow_streams, memory_order_relaxed) != slow)
         atomic_store_explicit(&p->rx.ctl->slow_streams, slow, memory_order_relaxed);
+}
+
+void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns)
+{
+    p->ring_rate = average(p->ring_rate, bytes, ns);
+    verdict(p);
+}
+
+void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns)
+{
+    p->single_rate = average(p->single_rate, bytes, ns);
+    verdict(p);
 }
 
 /* Place the payload in the record at the head from byte `skip` on,
@@ -53,9 +65,11 @@ static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
         return false;
     }
     shm_rx_release(&p->rx, ctrl);
+    if (p->stream_t0 && p->in.got == p->in.rx.len) { /* before the core answers */
+        shm_rate_stream(p, p->in.got, xdev_now_ns() - p->stream_t0);
+        p->stream_t0 = 0;
+    }
     xdev_rxmsg_placed(tp->dev, &p->in);
-    if (p->stream_t0 && p->in.state == XDEV_RXMSG_IDLE)
-        stream_done(p);
     return true;
 }
 
@@ -104,7 +118,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         return true;
     }
     if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
-        p->stream_t0 = now_ns();
+        p->stream_t0 = xdev_now_ns();
     return take(tp, p, ctrl, p->rx_skip);
 }
 
