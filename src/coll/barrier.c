@@ -5,16 +5,16 @@
  *   dissemination  in round k every member signals the member 2^k ahead and
  *                  waits for the one 2^k behind; after ceil(log2 p) rounds
  *                  everyone has heard, indirectly, from everyone.
- * In a small group, and the more so with more ranks than cores, what a
- * barrier costs is how many members must be scheduled one after another:
- * two in the linear one (any member, then member 0), ceil(log2 p) in
- * dissemination. Its order of leaving is what the next collective meets:
- * the linear one lets every member go from member 0, just after it, so a
- * collective rooted there (a bcast, OSU's barrier between timed calls)
- * finds its root already sending; dissemination lets members go in no
- * such order, and at 4 ranks on 2 cores a bcast's children then often
- * waited a time slice for a root still in the barrier (2-5 us an 8-byte
- * bcast against 0.2-0.6).
+ * In a small group on shared memory the linear one is the cheaper barrier
+ * here (4.1-4.5 us at 4 ranks on 2 cores against 4.4-5.3, 9-12 at 8
+ * against 15-21): member 0 takes every arrival in one wait and releases
+ * every member at once, where dissemination needs every member scheduled
+ * in every round. Its order of leaving is also what the next collective
+ * meets: member 0 leaves first, so a collective rooted there (a bcast,
+ * OSU's barrier between timed calls) finds its root already sending;
+ * dissemination lets members go in no such order, and at 4 ranks on 2
+ * cores a bcast's children then often waited a time slice for a root
+ * still in the barrier (3.1 us an 8-byte bcast per call, against 0.65).
  */
 #include "coll.h"
 

@@ -27,7 +27,8 @@ enum coll_family {
 };
 
 /* Algorithm numbers, per family; index 0 is the short-message choice and
- * index 1 the long-message one; a direct (one-round) algorithm for short
+ * index 1 the long-message one (the barrier's are chosen by group size
+ * instead, in barrier.c); a direct (one-round) algorithm for short
  * messages in small groups, where a family has one, comes after them (see
  * config.c for their names). */
 enum { BARRIER_DISSEMINATION, BARRIER_LINEAR };

@@ -1,7 +1,7 @@
 /*
  * coll-bench - collective latency, one source for libxdev_coll and MPI.
  *
- *   coll-bench [--ops allreduce,bcast,allgather,alltoall,...] [--sizes 8,1M]
+ *   coll-bench [--ops allreduce,bcast,...] [--sizes 8,1M]   (default: all eight)
  *              [--iters N] [--budget SECONDS]
  *              [--timing back-to-back|per-call|both]
  *
@@ -230,7 +230,8 @@ static size_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
-    const char *ops = "allreduce,bcast,allgather,alltoall", *sizes = "8,1M";
+    const char *ops = "allreduce,bcast,allgather,alltoall,reduce,gather,scatter,barrier";
+    const char *sizes = "8,1M";
     long max_iters = 0; /* 0: OSU's default for the size */
     double budget = 1.0;
     int timings = BACK_TO_BACK;

@@ -2,7 +2,7 @@
  * copy-bench - xdev_copy (src/kit/copy.h) beside the C library's memcpy,
  * in one run, for destinations 0-15 bytes past the source modulo the page
  * (where memcpy may take its slow REP MOVSB path and xdev_copy goes in
- * pieces) and 16-4095 past it (where both are one memcpy).
+ * pieces) and 16-4032 past it (where both are one memcpy).
  *
  *   copy-bench [SIZE ...]     (default 4096 32768 131072 524288)
  *

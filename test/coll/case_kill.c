@@ -1,12 +1,13 @@
 /*
  * case_kill.c - a member dies (SIGKILL) in the middle of a collective.
  *
- *   xdev-coll-test kill FAMILY ALGORITHM [mid]   (run by run_kill.sh)
+ *   xdev-coll-test kill FAMILY ALGORITHM [mid|first]   (run by run_kill.sh)
  *
  * After a few good rounds, the victim dies while the others are in the
  * collective: just before it would enter it, or with `mid` (reductions
  * only) inside its first call of the (user) reduction function, that is
- * after it has already exchanged messages. In bcast the victim is an inner
+ * after it has already exchanged messages. With `first` the victim is
+ * member 0, whose release the linear barrier's members wait for. In bcast the victim is an inner
  * node of the binomial tree (group rank size/2, root 0), so its
  * grandchildren wait on a live child that fails: only the notice lets them
  * return.
@@ -32,7 +33,8 @@
 
 /* The victim is group rank size - 1, or 2 with `mid` (a rank that
  * combines data early in every algorithm tested: not a leaf of the reduce
- * tree), or size / 2 in bcast (an inner node of the tree from root 0). */
+ * tree), or size / 2 in bcast (an inner node of the tree from root 0), or
+ * 0 with `first`. */
 static int victim;
 
 static void add_or_die(const void *in, void *inout, size_t n, void *arg)
@@ -69,11 +71,15 @@ static int below_victim(int r)
     return r > victim && r < victim + low;
 }
 
-int case_kill(const char *family, const char *alg, int mid)
+int case_kill(const char *family, const char *alg, const char *when)
 {
     char var[64];
     CHECK(t_size >= 3, "needs at least 3 ranks");
-    int the_victim = !strcmp(family, "bcast") ? t_size / 2 : mid ? 2 : t_size - 1;
+    int mid = !strcmp(when, "mid");
+    int the_victim = !strcmp(when, "first")     ? 0
+                     : !strcmp(family, "bcast") ? t_size / 2
+                     : mid                      ? 2
+                                                : t_size - 1;
     snprintf(var, sizeof var, "XDEV_COLL_%s", family);
     for (char *c = var; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
     xdev_coll_group_t *g = t_world(var, alg);

@@ -75,7 +75,7 @@ int case_data(void);    /* bcast, gather(v), scatter(v), allgather(v), alltoall(
 int case_reduce(void);  /* barrier, reduce, allreduce, reduce_scatter, scan */
 int case_groups(void);  /* subgroups, two contexts, point-to-point interleaved */
 int case_args(void);    /* bad arguments change nothing */
-int case_kill(const char *family, const char *alg, int mid); /* a member dies mid-collective */
+int case_kill(const char *family, const char *alg, const char *when); /* a member dies mid-collective */
 
 /* Sizes the sweep uses for this process count (bytes), ending with (size_t)-1. */
 const size_t *t_sizes(void);

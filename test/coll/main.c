@@ -4,7 +4,7 @@
  *   reduce   barrier, reduce, allreduce, reduce_scatter, scan
  *   groups   subgroups, two contexts and point-to-point interleaved
  *   args     bad arguments
- *   kill FAMILY ALG [mid]  a member dies mid-collective (see case_kill.c)
+ *   kill FAMILY ALG [mid|first]  a member dies mid-collective (see case_kill.c)
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,9 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     t_init(c);
     if (!strcmp(c, "kill")) {
-        CHECK(argc == 4 || (argc == 5 && !strcmp(argv[4], "mid")), "kill FAMILY ALGORITHM [mid]");
-        return case_kill(argv[2], argv[3], argc == 5); /* finalizes itself */
+        CHECK(argc == 4 || (argc == 5 && (!strcmp(argv[4], "mid") || !strcmp(argv[4], "first"))),
+              "kill FAMILY ALGORITHM [mid|first]");
+        return case_kill(argv[2], argv[3], argc == 5 ? argv[4] : ""); /* finalizes itself */
     }
     if (!strcmp(c, "data")) case_data();
     else if (!strcmp(c, "reduce")) case_reduce();
