@@ -81,7 +81,7 @@
  *   reduce_scatter  ring (long); reduce + scatterv (short)
  *   scan         linear chain; recursive doubling
  *   barrier      linear: all to member 0, which then releases all (groups
- *                of up to 8); dissemination (larger groups)
+ *                of 3 to 8); dissemination (other groups)
  * Every algorithm posts its sends and receives as nonblocking xdev requests
  * so that a step's transfers overlap.
  *

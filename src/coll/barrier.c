@@ -1,7 +1,7 @@
 /*
  * barrier.c - two barriers:
  *   linear         every member tells member 0 it has arrived; member 0,
- *                  once all have, releases each (small groups);
+ *                  once all have, releases each (groups of 3 to 8);
  *   dissemination  in round k every member signals the member 2^k ahead and
  *                  waits for the one 2^k behind; after ceil(log2 p) rounds
  *                  everyone has heard, indirectly, from everyone.
@@ -18,8 +18,10 @@
  */
 #include "coll.h"
 
-/* Up to this many members the linear barrier is the automatic choice;
- * member 0 handles 2 (p - 1) messages in it. */
+/* From 3 up to this many members the linear barrier is the automatic
+ * choice; member 0 handles 2 (p - 1) messages in it. Two members are
+ * quicker with one exchange (dissemination's one round: 0.25 us here
+ * against 0.38, and both leave at once). */
 #define LINEAR_MEMBERS 8
 
 enum { PH_UP, PH_DOWN };
@@ -53,7 +55,8 @@ int xdev_coll_barrier(xdev_coll_group_t *g)
     int rc = coll_begin(g);
     if (rc) return rc;
     int alg = g->cfg.forced[F_BARRIER];
-    if (alg == COLL_AUTO) alg = g->size <= LINEAR_MEMBERS ? BARRIER_LINEAR : BARRIER_DISSEMINATION;
+    if (alg == COLL_AUTO)
+        alg = g->size > 2 && g->size <= LINEAR_MEMBERS ? BARRIER_LINEAR : BARRIER_DISSEMINATION;
     rc = alg == BARRIER_LINEAR ? barrier_linear(g) : barrier_dissemination(g);
     return coll_end(g, rc);
 }
