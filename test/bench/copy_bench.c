@@ -48,6 +48,13 @@ static double rate(void (*copy)(void *, const void *, size_t), char *d, const ch
 
 static void libc_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); }
 
+/* Page-aligned (aligned_alloc would want a size that is a multiple). */
+static char *page_alloc(size_t n)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 4096, n) == 0 ? p : NULL;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t dflt[] = {4096, 32768, 131072, 524288};
@@ -58,7 +65,7 @@ int main(int argc, char **argv)
            "xdev min", "xdev med", "min x/l", "med x/l");
     for (int i = 0; i < nsizes; i++) {
         size_t n = argc > 1 ? strtoull(argv[i + 1], NULL, 0) : dflt[i];
-        char *s = aligned_alloc(4096, n + 4096), *d = aligned_alloc(4096, n + 2 * 4096);
+        char *s = page_alloc(n + 4096), *d = page_alloc(n + 2 * 4096);
         if (!s || !d || !n) return 2;
         memset(s, 1, n + 4096);
         memset(d, 2, n + 2 * 4096);

@@ -14,13 +14,21 @@
 #define PAGE 4096
 #define GUARD 64
 
+/* Page-aligned (aligned_alloc would want a size that is a multiple). */
+static unsigned char *page_alloc(size_t n)
+{
+    void *p = NULL;
+    return posix_memalign(&p, PAGE, n) == 0 ? p : NULL;
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0,    1,    2047, 2048, 2049, 4095,     4096,
                                    4097, 6144, 6145, 65536 + 7, 256 * 1024 + 1};
     const size_t max = 256 * 1024 + 1;
-    unsigned char *src = aligned_alloc(PAGE, max + PAGE);
-    unsigned char *dst = aligned_alloc(PAGE, max + 3 * PAGE);
+    unsigned char *src = page_alloc(max + PAGE);
+    unsigned char *dst = page_alloc(max + 3 * PAGE);
+    if (!src || !dst) return 1;
     for (size_t i = 0; i < max + PAGE; i++) src[i] = (unsigned char)(i * 131 + 7);
     static const int deltas[] = {0, 1, 8, 15, 16, 63, 64, 65, 2048, 4095};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
