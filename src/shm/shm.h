@@ -172,13 +172,13 @@ void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
 
-/* We published records to p or released room in its ring to us: wake it
- * if it sleeps (shm_bell.c says why the order of the two steps holds). */
 /* A long stream in from p, or a single copy from it, took ns: average its
  * rate in and give p the verdict (shm_rx.c). */
 void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 
+/* We published records to p or released room in its ring to us: wake it
+ * if it sleeps (shm_bell.c says why the order of the two steps holds). */
 static inline void shm_bell_after(xdev_tp_t *tp, shm_peer_t *p)
 {
     if (tp->fence_free)
