@@ -7,10 +7,10 @@
  * collective: just before it would enter it, or with `mid` (reductions
  * only) inside its first call of the (user) reduction function, that is
  * after it has already exchanged messages. With `first` the victim is
- * member 0, whose release the linear barrier's members wait for. In bcast the victim is an inner
- * node of the binomial tree (group rank size/2, root 0), so its
- * grandchildren wait on a live child that fails: only the notice lets them
- * return.
+ * member 0, whose release the linear barrier's members wait for. In bcast
+ * the victim is an inner node of the binomial tree (group rank size/2,
+ * root 0), so its grandchildren wait on a live child that fails: only the
+ * notice lets them return.
  * Without `mid` every survivor needs the victim's contribution and must
  * return an error within FAIL_BOUND_S (in bcast: every member of the
  * victim's subtree; the others may return OK). With `mid` the victim's data
