@@ -287,7 +287,8 @@ static void shm_info(FILE *out)
             scope = 0;
         fclose(f);
     }
-    fprintf(out, "  single copy (process_vm_readv) from %zu MiB: %s\n", CMA_MIN_DEFAULT >> 20,
+    fprintf(out, "  single copy (process_vm_readv) from %zu MiB, from %zu KiB while streams are slow: %s\n",
+            CMA_MIN_DEFAULT >> 20, SHM_ADAPT_MIN >> 10,
             scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
                        : "restricted by yama ptrace_scope; falls back to the ring");
     fprintf(out, "  doorbell for sleeping ranks: FIFO in /dev/shm, membarrier %s\n",
