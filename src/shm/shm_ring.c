@@ -74,11 +74,14 @@ static void pad_to_end(shm_txring_t *r)
     shm_tx_publish(r, SHM_REC_PAD | (r->size - (r->tail & r->mask) - 8));
 }
 
-/* Called as a message begins: only then can a filler record go in. */
-static void start_over_if_empty(shm_txring_t *r)
+/* Called as a message of len payload bytes begins: only then can a
+ * filler record go in. */
+static void start_over_if_empty(shm_txring_t *r, size_t len)
 {
+    if (len > SHM_HOT_MSG_MAX)
+        r->walk_until = r->tail + r->size;
     uint64_t off = r->tail & r->mask;
-    if (off < SHM_HOT_BYTES || r->tail < r->empty_check_at)
+    if (off < SHM_HOT_BYTES || r->tail < r->empty_check_at || r->tail < r->walk_until)
         return;
     r->empty_check_at = r->tail + SHM_EMPTY_CHECK_EVERY;
     r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
@@ -90,7 +93,7 @@ static void start_over_if_empty(shm_txring_t *r)
  * it now. Every message begins here. */
 bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
 {
-    start_over_if_empty(r);
+    start_over_if_empty(r, op->payload_len);
     size_t body = 8 + (size_t)op->head_len + op->payload_len;
     uint64_t need = shm_rec_size(body);
     if (op->payload_len > r->frag_max || shm_tx_room(r, need) < need)

@@ -12,7 +12,8 @@
  *   - senders far ahead of the reader: ops queue, leave in order and are
  *     handed back in order;
  *   - a ring the reader keeps empty starts over at the front past
- *     SHM_HOT_BYTES, one that holds unread records does not;
+ *     SHM_HOT_BYTES, one that holds unread records does not, nor one that
+ *     carried a long message within its last lap;
  *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
  *     fragments and grow longer ones in between;
  *   - the doorbell: a producer rings an armed consumer once per publishing
@@ -351,6 +352,50 @@ static void run_start_over(void)
     loop_free(&l);
 }
 
+/* The first message just too long to start over after, the rest short. */
+static size_t pick_long_first(size_t ring)
+{
+    static int picked;
+    (void)ring;
+    return picked++ % NMSG ? 150 : SHM_HOT_MSG_MAX + 1;
+}
+
+/* A ring its reader keeps empty walks on for a whole lap after a long
+ * message, then starts over at the front as before. */
+static void run_walk_after_long(void)
+{
+    const size_t ring = 2 * SHM_HOT_BYTES;
+    const uint64_t reach = SHM_HOT_BYTES + shm_rec_size(16 + XDEV_HEAD_MAX + 150);
+    loop_t l;
+    loop_init(&l, ring, true);
+    make_msgs(ring, pick_long_first, false);
+    uint64_t furthest_first_lap = 0, furthest_later = 0;
+    int sent = 0, spins = 0;
+    while (sent < NMSG && spins++ < 1000 * 1000) { /* read as written */
+        uint64_t at = l.peer.tx.tail;
+        sent = pump(&l, sent, 1);
+        uint64_t end = ((l.peer.tx.tail - 1) & l.peer.tx.mask) + 1;
+        if (at < ring)
+            furthest_first_lap = end > furthest_first_lap ? end : furthest_first_lap;
+        else if (at >= 2 * ring)
+            furthest_later = end > furthest_later ? end : furthest_later;
+    }
+    CHECK(furthest_first_lap > ring - 1024,
+          "after a long message an empty ring started over by byte %llu, before its lap ended",
+          (unsigned long long)furthest_first_lap);
+    CHECK(l.peer.tx.tail > 2 * ring + SHM_HOT_BYTES, "%llu bytes written: too few to test",
+          (unsigned long long)l.peer.tx.tail);
+    CHECK(furthest_later <= reach,
+          "a lap after the long message an empty ring was written up to byte %llu, not "
+          "started over by %llu",
+          (unsigned long long)furthest_later, (unsigned long long)reach);
+    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
+        pump(&l, sent, 0);
+    check_all_arrived(&l, ring, 1);
+    free_msgs();
+    loop_free(&l);
+}
+
 /* One in 40 messages 1-3 MiB long, the rest short. */
 static size_t pick_long(size_t ring)
 {
@@ -574,6 +619,7 @@ int main(int argc, char **argv)
         for (size_t b = 0; b < 3; b++)
             run_traffic(rings[r], bursts[b]);
     run_start_over();
+    run_walk_after_long();
     run_long_fragments();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
