@@ -12,17 +12,7 @@
 #include <string.h>
 #include "introspect.h"
 #include "xdev.h"
-
-static int failures;
-#define CHECK(c, ...)                                                              \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "pmix-check: FAIL %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
+#include "../check.h"
 
 static unsigned char byte_of(int from, int to, size_t i)
 {

@@ -23,22 +23,12 @@
 
 #include "introspect.h"
 #include "xdev.h"
+#include "../check.h"
 
 #define NMSG 200
 #define TAG 3
 #define CTX 5
 #define NEVER_SENT 99
-
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "shm_push_back: FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-            failures++;                                                                           \
-        }                                                                                         \
-    } while (0)
 
 static void flag_path(char *path, size_t size)
 {

@@ -21,22 +21,12 @@
 #include <unistd.h>
 
 #include "xdev.h"
+#include "../check.h"
 
 #define TAG 4
 #define CTX 6
 #define LONG (4u << 20)
 #define NEXT (1u << 20)
-
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "shm_slow_stream: FAIL %s:%d: ", __FILE__, __LINE__);                 \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-            failures++;                                                                           \
-        }                                                                                         \
-    } while (0)
 
 static double now_s(void)
 {

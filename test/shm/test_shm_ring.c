@@ -30,21 +30,10 @@
 #include <string.h>
 #include <time.h>
 #include "shm.h"
+#include "../check.h"
 
 #define NMSG 2000
 #define GUARD 64
-
-static int failures;
-#define CHECK(c, ...)                                                            \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-            if (++failures > 20)                                                 \
-                exit(1);                                                         \
-        }                                                                        \
-    } while (0)
 
 static uint64_t rng_state;
 static uint64_t rnd(void)
