@@ -31,14 +31,6 @@ int ibv_rx_init(xdev_tp_t *tp)
     return tp->nrepost ? XDEV_ERR_SYSTEM : XDEV_OK;
 }
 
-/* Would the peer be owed enough for a frame of credits alone, once its
- * buffers are back on the SRQ? */
-static bool grant_due(const xdev_tp_t *tp, const ibv_peer_t *p)
-{
-    xdev_credits_t reposted = { .owed = p->cr.owed + p->owed_unposted };
-    return xdev_credits_due(&reposted, tp->credits);
-}
-
 /* A buffer the peer filled is free again; it is owed a credit once the
  * buffer is back on the SRQ. Buffers may wait for the next idle poll
  * (ibv_tp_progress), but not one of the reserve that credit-only frames
@@ -48,9 +40,13 @@ static bool grant_due(const xdev_tp_t *tp, const ibv_peer_t *p)
 static void release(xdev_tp_t *tp, ibv_peer_t *p, uint32_t idx, bool owe)
 {
     tp->repost[tp->nrepost++] = idx;
-    if (owe && p->state != PEER_DEAD && p->owed_unposted++ == 0)
-        tp->dirty[tp->ndirty++] = p;
-    if (!owe || (p->state != PEER_DEAD && grant_due(tp, p)))
+    bool grant_due = false;
+    if (owe && p->state != PEER_DEAD) {
+        if (p->owed_unposted++ == 0)
+            tp->dirty[tp->ndirty++] = p;
+        grant_due = xdev_credits_due_after(&p->cr, p->owed_unposted, tp->credits);
+    }
+    if (!owe || grant_due)
         tp->repost_now = true;
     if (tp->nrepost >= REPOST_BATCH)
         ibv_rx_repost(tp);

@@ -56,11 +56,18 @@ static inline void xdev_credits_sent(xdev_credits_t *c, unsigned returned, bool 
         c->avail--;
 }
 
-/* Enough is owed to be worth a frame of its own. With half the window at
- * least in each, a peer has at most two such frames in flight. */
+/* Enough would be owed, once `more` buffers not yet counted are (freed,
+ * not yet reposted), to be worth a frame of its own. With half the
+ * window at least in each, a peer has at most two such frames in flight. */
+static inline bool xdev_credits_due_after(const xdev_credits_t *c, unsigned more, int window)
+{
+    unsigned owed = c->owed + more;
+    return owed && owed * 2 >= (unsigned)window;
+}
+
 static inline bool xdev_credits_due(const xdev_credits_t *c, int window)
 {
-    return c->owed && c->owed * 2 >= (unsigned)window;
+    return xdev_credits_due_after(c, 0, window);
 }
 
 #endif

@@ -41,6 +41,12 @@ static void test_owed(void)
     CHECK(xdev_credits_due(&c, 5));
     c.owed = 1;
     CHECK(xdev_credits_due(&c, 1));
+    c.owed = 0; /* freed buffers not yet counted as owed */
+    CHECK(!xdev_credits_due_after(&c, 0, 5));
+    CHECK(!xdev_credits_due_after(&c, 2, 5));
+    CHECK(xdev_credits_due_after(&c, 3, 5));
+    c.owed = 1;
+    CHECK(xdev_credits_due_after(&c, 2, 5) && !xdev_credits_due(&c, 5));
     c.owed = 70000;
     unsigned back = xdev_credits_to_return(&c, 0xffff);
     CHECK(back == 0xffff && c.owed == 70000); /* nothing counted until sent */
