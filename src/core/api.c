@@ -178,10 +178,10 @@ int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
 
 int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
-    /* Which transport serves dst is fixed at init, so whether it has an
-     * inject is asked without the lock: tcp, which has none, then takes
-     * the lock once, not twice. */
-    if (send_args_ok(d, buf, len, dst, tag, ctx) && peer_ops(d, dst)->inject) {
+    /* Which transport serves dst is fixed at init, so its short tier is
+     * read without the lock: a message it cannot take (anything on tcp,
+     * which has none) then takes the lock once, not twice. */
+    if (send_args_ok(d, buf, len, dst, tag, ctx) && len <= peer_short_max(d, dst)) {
         dev_lock(d);
         int sent = proto_send_now(d, buf, len, dst, tag, ctx);
         dev_unlock(d);

@@ -189,6 +189,7 @@ struct xdev {
     struct {
         const xdev_tp_ops_t *ops;
         xdev_tp_t *tp;
+        size_t short_max; /* its short tier (ops->short_max), 0: none */
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
@@ -259,6 +260,10 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
 {
     return d->tps[d->peers[peer].tp].tp;
 }
+static inline size_t peer_short_max(const xdev_t *d, int peer)
+{
+    return d->tps[d->peers[peer].tp].short_max;
+}
 
 /* device.c: free a device's memory, the unexpected queue with it (its
  * transports already closed). */
@@ -278,8 +283,8 @@ void req_table_destroy(xdev_t *d);
 
 /* proto.c */
 int proto_send(xdev_t *d, xreq_t *r, bool sync);
-/* A blocking send's shortcut: 1 if the message went whole at once through
- * the transport's inject (no request needed), 0 to take the usual path. */
+/* A blocking send's shortcut: 1 if the message went whole at once as the
+ * transport's XDEV_TX_NOW (no request needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
 /* A receive's claim on the control ops it may send (see proto.c). */

@@ -255,7 +255,7 @@ static void op_sent(xdev_t *d, xreq_t *r)
 /* Hand r's op to the transport and deal with an immediate outcome. */
 static void send_op(xdev_t *d, xreq_t *r, int peer)
 {
-    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, &r->op);
+    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, &r->op, XDEV_TX_QUEUE);
     if (rc == 1)
         op_sent(d, r);
     else if (rc < 0)
@@ -340,7 +340,7 @@ static int send_ctl(xdev_t *d, int peer, const xdev_head_t *h, xreq_t *r)
     }
     op_build(op, h, NULL, 0);
     op->owner = OP_CONTROL;
-    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, op);
+    int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, op, XDEV_TX_QUEUE);
     if (rc != 0)
         ctl_put(d, op);
     return rc < 0 ? XDEV_ERR_PEER : XDEV_OK;
@@ -540,14 +540,14 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
 
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
-    const xdev_tp_ops_t *ops = dst != d->rank || d->self_by_tp ? peer_ops(d, dst) : NULL;
-    if (!ops || !ops->inject || d->peers[dst].dead || len > d->cfg.eager_limit)
+    if ((dst == d->rank && !d->self_by_tp) || len > peer_short_max(d, dst) ||
+        d->peers[dst].dead || len > d->cfg.eager_limit)
         return 0;
     xdev_txop_t op;
     xdev_head_t h;
     head_init(&h, d, dst, tag, ctx, XDEV_MSG_EAGER);
     op_build(&op, &h, buf, len);
-    if (ops->inject(peer_tp(d, dst), dst, &op) != 1)
+    if (peer_ops(d, dst)->send(peer_tp(d, dst), dst, &op, XDEV_TX_NOW) != 1)
         return 0;
     d->peers[dst].msgs_sent++;
     d->peers[dst].bytes_sent += len;

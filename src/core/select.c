@@ -145,6 +145,7 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
     if (rc != XDEV_OK)
         return rc;
     d->tps[i].ops = ops;
+    d->tps[i].short_max = ops->short_max ? ops->short_max(d->tps[i].tp) : 0;
     d->ntps++;
     for (int r = 0; r < d->size; r++)
         if (serve[r])

@@ -171,6 +171,17 @@ typedef struct xdev_tp_params {
 
 typedef struct xdev_tp xdev_tp_t; /* a transport's own state */
 
+/* How ops->send may send an op: its send tiers (as UCT's am_short and
+ * am_bcopy; the zero-copy tier is the rendezvous, through rma). */
+enum {
+    XDEV_TX_QUEUE = 0, /* whole now where it can, else queued: the op is
+                        * the transport's until xdev_core_tx_done */
+    XDEV_TX_NOW = 1,   /* the short tier: whole now, or nothing written
+                        * and nothing queued. The op is only borrowed (it
+                        * may live on the caller's stack), so a blocking
+                        * send of a short message needs no request. */
+};
+
 /* How a rendezvous moves its bulk data (ops->rndz_mode chooses per message;
  * the value travels in RNDZ_START and RNDZ_REPLY). */
 enum {
@@ -207,16 +218,19 @@ typedef struct xdev_tp_ops {
      * (src/loop, which exercises the protocol in one process). */
     bool carries_self;
     int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
-    /* Queue op for peer. Returns 1 if the op was sent completely before
-     * returning (it is the core's again), 0 if it was queued and will come
-     * back through xdev_core_tx_done, XDEV_ERR_PEER if the peer is known to
-     * be dead (the op is the core's again). */
-    int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op);
-    /* Optional: send op whole now, or do nothing. 1: sent (op was only
-     * borrowed: it may live on the caller's stack); 0: it would have to
-     * wait (nothing queued, nothing written); XDEV_ERR_PEER: peer dead.
-     * A blocking send of a short message then needs no request at all. */
-    int (*inject)(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+    /* Send op to peer as `how` (XDEV_TX_*) says. Returns 1 if the op was
+     * sent completely before returning (it is the core's again); 0 if it
+     * was queued and will come back through xdev_core_tx_done (with
+     * XDEV_TX_NOW: it could not go now, and nothing was done);
+     * XDEV_ERR_PEER if the peer is known to be dead (the op is the core's
+     * again). */
+    int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
+    /* Optional: the largest payload XDEV_TX_NOW may take, once open (one
+     * ring record, one inline or buffered work request, one fi_inject);
+     * larger ones the core sends only as XDEV_TX_QUEUE. Without it the
+     * transport has no short tier (a socket may take part of a message)
+     * and is never asked for XDEV_TX_NOW. */
+    size_t (*short_max)(xdev_tp_t *tp);
     /* Deliver arrived messages and finish queued sends; wait up to
      * timeout_ms for something to happen. */
     void (*progress)(xdev_tp_t *tp, int timeout_ms);

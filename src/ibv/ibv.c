@@ -347,11 +347,17 @@ static int ibv_tp_shutdown(xdev_tp_t *tp)
     return tp->size < 2 || ibv_tx_idle(tp);
 }
 
+/* The short tier is one post: inline, or one send buffer. */
+static size_t ibv_short_max(xdev_tp_t *tp)
+{
+    return tp->buf_bytes;
+}
+
 const xdev_tp_ops_t xdev_ibv_ops = {
     .name = "ibv",
     .open = ibv_tp_open,
     .send = ibv_send,
-    .inject = ibv_inject,
+    .short_max = ibv_short_max,
     .progress = ibv_tp_progress,
     .wait_fd = ibv_tp_wait_fd,
     .arm = ibv_tp_arm,

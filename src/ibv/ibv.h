@@ -239,8 +239,7 @@ void ibv_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
 int ibv_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
 
 /* ibv_tx.c */
-int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
-int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
 void ibv_tx_completion(xdev_tp_t *tp, struct ibv_wc *wc);
 void ibv_tx_kick(xdev_tp_t *tp, ibv_peer_t *p);
 void ibv_tx_run(xdev_tp_t *tp);

@@ -167,16 +167,12 @@ static void want(xdev_tp_t *tp, ibv_peer_t *p, int peer)
         ibv_want_peer(tp, peer);
 }
 
-/* The whole op in one post (inline, or one send buffer) now, or nothing. */
-int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+/* The short tier: the whole op in one post (inline, or one send buffer)
+ * now, or nothing. */
+static int send_now(xdev_tp_t *tp, ibv_peer_t *p, int peer, xdev_txop_t *op)
 {
-    ibv_peer_t *p = &tp->peers[peer];
-    if (p->state == PEER_DEAD)
-        return XDEV_ERR_PEER;
-    want(tp, p, peer);
     if (p->txq.head || !sendable(p) || p->cr.avail <= 0 || !can_post(tp, p))
         return 0;
-    prepare(op);
     if (inline_ok(tp, op))
         return push_inline(p, peer, op);
     if (op_total(op) <= tp->buf_bytes && tp->tx_free)
@@ -184,13 +180,15 @@ int ibv_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     return 0;
 }
 
-int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+int ibv_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
     ibv_peer_t *p = &tp->peers[peer];
     if (p->state == PEER_DEAD)
         return XDEV_ERR_PEER;
     want(tp, p, peer);
     prepare(op);
+    if (how == XDEV_TX_NOW)
+        return send_now(tp, p, peer, op);
     if (!p->txq.head && sendable(p) && push(tp, p, peer, op))
         return 1;
     xdev_txq_push(&p->txq, op);

@@ -206,8 +206,8 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now);
 /* ofi_tx.c */
 ofi_ctx_t *ofi_ctx_get(xdev_tp_t *tp);
 void ofi_ctx_put(xdev_tp_t *tp, ofi_ctx_t *c);
-int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
-int ofi_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
+size_t ofi_short_max(xdev_tp_t *tp);
 void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p);
 bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind);
 void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok);

@@ -245,21 +245,20 @@ static void prepare(ofi_peer_t *p, xdev_txop_t *op)
     p->active = true;
 }
 
-int ofi_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+/* The short tier is one injected frame. */
+size_t ofi_short_max(xdev_tp_t *tp)
 {
-    ofi_peer_t *p = &tp->peers[peer];
-    if (p->failed)
-        return XDEV_ERR_PEER;
-    prepare(p, op);
-    return inject_now(tp, p, op);
+    return tp->inject_max < INJECT_BUF ? tp->inject_max : INJECT_BUF;
 }
 
-int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
     ofi_peer_t *p = &tp->peers[peer];
     if (p->failed)
         return XDEV_ERR_PEER;
     prepare(p, op);
+    if (how == XDEV_TX_NOW)
+        return inject_now(tp, p, op);
     if (!p->resolved) {
         int rc = ofi_resolve(tp, p);
         if (rc < 0) {

@@ -381,11 +381,21 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     return XDEV_OK;
 }
 
+/* The short tier is one ring record (shm_ring_push_whole). */
+static size_t shm_short_max(xdev_tp_t *tp)
+{
+    size_t max = 0;
+    for (int i = 0; i < tp->npeers; i++)
+        if (tp->peers[i].tx.frag_max > max)
+            max = tp->peers[i].tx.frag_max;
+    return max;
+}
+
 const xdev_tp_ops_t xdev_shm_ops = {
     .name = "shm",
     .open = shm_open_tp,
     .send = shm_send,
-    .inject = shm_inject,
+    .short_max = shm_short_max,
     .progress = shm_progress,
     .wait_fd = shm_wait_fd,
     .arm = shm_arm,

@@ -151,8 +151,7 @@ bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op);
 void shm_ring_set_frags(shm_txring_t *r); /* from r->size */
 
 /* shm_tx.c */
-int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
-int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
 void shm_flush(xdev_tp_t *tp, shm_peer_t *p);
 void shm_fail_queue(xdev_tp_t *tp, shm_peer_t *p);
 void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);

@@ -15,7 +15,7 @@ static bool proven(shm_peer_t *p)
     return p->proven;
 }
 
-int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone)
@@ -23,6 +23,12 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     op->next = NULL;
     op->sent = 0;
     op->prefix_len = 0;
+    if (how == XDEV_TX_NOW) { /* one record, or nothing */
+        if (p->txq.head || !proven(p) || !shm_ring_push_whole(&p->tx, op))
+            return 0;
+        shm_bell_after(tp, p);
+        return 1;
+    }
     if (!p->txq.head) {
         bool whole = shm_ring_push(&p->tx, op);
         shm_bell_after(tp, p);
@@ -31,21 +37,6 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
     }
     xdev_txq_push(&p->txq, op);
     return 0;
-}
-
-int shm_inject(xdev_tp_t *tp, int peer, xdev_txop_t *op)
-{
-    shm_peer_t *p = tp->by_rank[peer];
-    if (p->gone)
-        return XDEV_ERR_PEER;
-    if (p->txq.head || !proven(p))
-        return 0;
-    op->sent = 0;
-    op->prefix_len = 0;
-    if (!shm_ring_push_whole(&p->tx, op))
-        return 0;
-    shm_bell_after(tp, p);
-    return 1;
 }
 
 /* Push what the ring takes, then hand back the ops that are in, only once

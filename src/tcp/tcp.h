@@ -117,7 +117,7 @@ int tcp_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 /* tcp_io.c */
 void tcp_read(xdev_tp_t *tp, tcp_conn_t *c);
 void tcp_flush(xdev_tp_t *tp, int peer);
-int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op);
+int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
 void tcp_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 void tcp_fail_queue(xdev_tp_t *tp, int peer);
 

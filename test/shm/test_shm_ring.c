@@ -251,7 +251,7 @@ static void free_msgs(void)
 static int pump(loop_t *l, int sent, int burst)
 {
     for (int b = 0; b < burst && sent < NMSG; b++, sent++) {
-        int rc = shm_send(&l->tp, 1, &msgs[sent].op);
+        int rc = shm_send(&l->tp, 1, &msgs[sent].op, XDEV_TX_QUEUE);
         CHECK(rc == 0 || rc == 1, "send returned %d", rc);
         if (rc == 1)
             xdev_core_tx_done(NULL, &msgs[sent].op, XDEV_OK);
@@ -325,7 +325,7 @@ static void run_start_over(void)
      * reader. */
     uint64_t from = l.peer.tx.tail & l.peer.tx.mask, bytes = 0;
     for (int i = sent; i < NMSG; i++) {
-        int rc = shm_send(&l.tp, 1, &msgs[i].op);
+        int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
         CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
         xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
         bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
@@ -546,7 +546,7 @@ static void run_proof(void)
     next_rx = next_txdone = rx_ended = peer_fails = 0;
     core_verdict = 0;
     build_op(&m.op, 0, payload, 5);
-    CHECK(shm_send(&l.tp, 1, &m.op) == 0, "the first send completed before the peer read");
+    CHECK(shm_send(&l.tp, 1, &m.op, XDEV_TX_QUEUE) == 0, "the first send completed before the peer read");
     shm_flush(&l.tp, &l.peer);
     CHECK(next_txdone == 0, "held op handed back before the peer read");
     shm_rx_poll(&l.tp, &l.peer); /* reading proves the ring and releases the op */
@@ -574,13 +574,13 @@ static void run_bell(void)
         m[i].dst = dst[i];
         build_op(&m[i].op, i, payload, 5);
     }
-    shm_send(&l.tp, 1, &m[0].op);
+    shm_send(&l.tp, 1, &m[0].op, XDEV_TX_QUEUE);
     CHECK(bells == 0, "rang a peer that did not arm: %d", bells);
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(bells == 0 && rx_ended == 1, "reading rang an unarmed peer (%d), or got %d", bells,
           rx_ended);
     atomic_store(&l.seg->armed, 1);
-    shm_send(&l.tp, 1, &m[1].op);
+    shm_send(&l.tp, 1, &m[1].op, XDEV_TX_QUEUE);
     CHECK(bells == 1, "an armed peer was rung %d times for one send", bells);
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(bells == 2 && rx_ended == 2, "freeing room rang an armed peer %d times, got %d",
@@ -588,7 +588,7 @@ static void run_bell(void)
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(bells == 2, "a poll that read nothing rang");
     atomic_store(&l.seg->armed, 0);
-    shm_send(&l.tp, 1, &m[2].op);
+    shm_send(&l.tp, 1, &m[2].op, XDEV_TX_QUEUE);
     CHECK(bells == 2, "rang a peer that disarmed");
     loop_free(&l);
 }

@@ -24,9 +24,9 @@
 
 enum { ME = 0, PEER = 1, CTX = 3, BIG = 1000 };
 
-static int fake_send(xdev_tp_t *tp, int peer, xdev_txop_t *op)
+static int fake_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
-    (void)tp, (void)peer, (void)op;
+    (void)tp, (void)peer, (void)op, (void)how;
     return 1; /* on the wire at once */
 }
 static void fake_watch(xdev_tp_t *tp, int peer) { (void)tp, (void)peer; }
