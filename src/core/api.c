@@ -181,7 +181,7 @@ int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
     /* Which transport serves dst is fixed at init, so its short tier is
      * read without the lock: a message it cannot take (anything on tcp,
      * which has none) then takes the lock once, not twice. */
-    if (send_args_ok(d, buf, len, dst, tag, ctx) && len <= peer_short_max(d, dst)) {
+    if (send_args_ok(d, buf, len, dst, tag, ctx) && peer_fits_short(d, dst, len)) {
         dev_lock(d);
         int sent = proto_send_now(d, buf, len, dst, tag, ctx);
         dev_unlock(d);

@@ -260,9 +260,12 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
 {
     return d->tps[d->peers[peer].tp].tp;
 }
-static inline size_t peer_short_max(const xdev_t *d, int peer)
+/* Whether a message of len payload bytes to peer may go as its
+ * transport's short tier (XDEV_TX_NOW): never where it has none. */
+static inline bool peer_fits_short(const xdev_t *d, int peer, size_t len)
 {
-    return d->tps[d->peers[peer].tp].short_max;
+    int t = d->peers[peer].tp;
+    return d->tps[t].ops->short_max && len <= d->tps[t].short_max;
 }
 
 /* device.c: free a device's memory, the unexpected queue with it (its
