@@ -189,7 +189,7 @@ struct xdev {
     struct {
         const xdev_tp_ops_t *ops;
         xdev_tp_t *tp;
-        size_t short_max; /* its short tier (ops->short_max), 0: none */
+        size_t short_max; /* ops->short_max, where it has a short tier */
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;

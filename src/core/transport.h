@@ -221,7 +221,8 @@ typedef struct xdev_tp_ops {
     /* Send op to peer as `how` (XDEV_TX_*) says. Returns 1 if the op was
      * sent completely before returning (it is the core's again); 0 if it
      * was queued and will come back through xdev_core_tx_done (with
-     * XDEV_TX_NOW: it could not go now, and nothing was done);
+     * XDEV_TX_NOW: it could not go now, and nothing of it was written or
+     * queued);
      * XDEV_ERR_PEER if the peer is known to be dead (the op is the core's
      * again). */
     int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);

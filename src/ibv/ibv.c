@@ -347,10 +347,11 @@ static int ibv_tp_shutdown(xdev_tp_t *tp)
     return tp->size < 2 || ibv_tx_idle(tp);
 }
 
-/* The short tier is one post: inline, or one send buffer. */
+/* The short tier is one post: inline, or one send buffer, which holds
+ * the frame's prefix and an eager head too. */
 static size_t ibv_short_max(xdev_tp_t *tp)
 {
-    return tp->buf_bytes;
+    return tp->buf_bytes - IBV_PREFIX - xdev_wire_head_len(XDEV_MSG_EAGER);
 }
 
 const xdev_tp_ops_t xdev_ibv_ops = {

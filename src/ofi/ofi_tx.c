@@ -245,10 +245,13 @@ static void prepare(ofi_peer_t *p, xdev_txop_t *op)
     p->active = true;
 }
 
-/* The short tier is one injected frame. */
+/* The short tier is one injected frame: our frame header, an eager head
+ * and the payload. */
 size_t ofi_short_max(xdev_tp_t *tp)
 {
-    return tp->inject_max < INJECT_BUF ? tp->inject_max : INJECT_BUF;
+    size_t frame = tp->inject_max < INJECT_BUF ? tp->inject_max : INJECT_BUF;
+    size_t framing = OFI_HDR + xdev_wire_head_len(XDEV_MSG_EAGER);
+    return frame > framing ? frame - framing : 0;
 }
 
 int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)

@@ -78,8 +78,8 @@ static void pad_to_end(shm_txring_t *r)
  * filler record go in. */
 static void start_over_if_empty(shm_txring_t *r, size_t len)
 {
-    if (len > SHM_HOT_MSG_MAX)
-        r->walk_until = r->tail + r->size;
+    if (len > SHM_HOT_MSG_MAX) /* a lap past its end */
+        r->walk_until = r->tail + len + r->size;
     uint64_t off = r->tail & r->mask;
     if (off < SHM_HOT_BYTES || r->tail < r->empty_check_at || r->tail < r->walk_until)
         return;

@@ -48,8 +48,8 @@
  * Not after a long message (over SHM_HOT_MSG_MAX) within the last lap:
  * rewriting kilobytes the consumer has just read means taking each line
  * back from its cache, and the producer's copy then runs 5-10 times
- * slower than into lines neither holds (64 KiB ping-pong 9.3 us starting
- * over, 2.8 us walking the ring; 8 bytes 0.11 us either way).
+ * slower than into lines neither holds (64 KiB ping-pong 9-11 us starting
+ * over, 2.8-3.1 us walking the ring; 8 bytes 0.11 us either way).
  */
 #ifndef XDEV_SHM_RING_H
 #define XDEV_SHM_RING_H
@@ -103,8 +103,8 @@ typedef struct shm_txring {
     uint64_t head_seen; /* the consumer's head when last read */
     uint64_t zeroed;    /* each line in [tail, zeroed) starts with a 0 word */
     uint64_t empty_check_at; /* tail at which to look again whether the ring is empty */
-    uint64_t walk_until; /* tail below which it does not start over: a long
-                          * message was written within the last lap */
+    uint64_t walk_until; /* tail below which it does not start over: a lap
+                          * past the end of the last long message */
     size_t frag_max;    /* largest whole message, and the fragments at
                          * either end of a longer one */
     size_t frag_long;   /* largest fragment, in the middle of a long message */

@@ -128,10 +128,10 @@ void tcp_flush(xdev_tp_t *tp, int peer)
         xdev_core_tx_done(tp->dev, op, XDEV_OK);
 }
 
-/* No short tier (tcp has no short_max): the core never asks XDEV_TX_NOW. */
 int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
-    (void)how;
+    if (how == XDEV_TX_NOW) /* no short tier: a socket may take part of it */
+        return 0;
     tcp_peer_t *p = &tp->peers[peer];
     if (p->dead)
         return XDEV_ERR_PEER;

@@ -44,27 +44,32 @@ static void exchange(size_t len, int prepost, uint64_t seed)
     free(sb), free(rb);
 }
 
-/* Blocking xdev_send and xdev_recv around the ring, even ranks sending
- * first: the path of a transport's short tier (the message goes whole at
- * once, with no request) and of those that have none. */
+/* Blocking xdev_send and xdev_recv to the rank `dist` ahead, even ranks
+ * sending first: the path of a transport's short tier (the message goes
+ * whole at once, with no request) and of those that have none. At 8 ranks
+ * dist 3 makes the first 0-byte send the first message on its connection
+ * (nothing before this touched ranks 3 apart), which a transport with no
+ * short tier must not be handed as one. */
 static void blocking(size_t len, uint64_t seed)
 {
     h_phase("sizes: %zu bytes, blocking send and receive", len);
+    int dist = h_size > 4 ? 3 : 1;
+    int to = (h_rank + dist) % h_size, from = (h_rank + h_size - dist) % h_size;
     unsigned char sb[8], rb[8 + SLACK];
     xdev_status_t st;
     char what[64];
     snprintf(what, sizeof what, "%zu-byte blocking send", len);
     h_fill(sb, len, seed, h_rank);
-    h_barrier();
     for (int turn = 0; turn < 2; turn++) {
         if ((h_rank % 2 == 0) == (turn == 0)) {
-            CHECK_RC(xdev_send(h_dev, sb, len, h_next(), TAG, CTX_SIZES));
+            CHECK_RC(xdev_send(h_dev, sb, len, to, TAG, CTX_SIZES));
         } else {
-            CHECK_RC(xdev_recv(h_dev, rb, sizeof rb, h_prev(), TAG, CTX_SIZES, &st));
-            CHECK_STATUS(&st, h_prev(), TAG, CTX_SIZES, XDEV_OK, len, what);
-            CHECK_DATA(rb, len, seed, h_prev(), what);
+            CHECK_RC(xdev_recv(h_dev, rb, sizeof rb, from, TAG, CTX_SIZES, &st));
+            CHECK_STATUS(&st, from, TAG, CTX_SIZES, XDEV_OK, len, what);
+            CHECK_DATA(rb, len, seed, from, what);
         }
     }
+    h_barrier();
 }
 
 /* Sizes with duplicates removed, in increasing order. */
@@ -134,6 +139,7 @@ void case_sizes(void)
         exchange(sizes[i], 1, 100 + (uint64_t)i);
         exchange(sizes[i], 0, 200 + (uint64_t)i);
     }
+    h_barrier();
     blocking(0, 300);
     blocking(1, 301);
     blocking(8, 302);
