@@ -222,9 +222,8 @@ typedef struct xdev_tp_ops {
      * sent completely before returning (it is the core's again); 0 if it
      * was queued and will come back through xdev_core_tx_done (with
      * XDEV_TX_NOW: it could not go now, and nothing of it was written or
-     * queued);
-     * XDEV_ERR_PEER if the peer is known to be dead (the op is the core's
-     * again). */
+     * queued); XDEV_ERR_PEER if the peer is known to be dead (the op is
+     * the core's again). */
     int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
     /* Optional: the largest payload XDEV_TX_NOW may take, once open (one
      * ring record, one inline or buffered work request, one fi_inject);
