@@ -286,7 +286,8 @@ void req_table_destroy(xdev_t *d);
 
 /* proto.c */
 int proto_send(xdev_t *d, xreq_t *r, bool sync);
-/* A blocking send's shortcut: 1 if the message went whole at once as the
+/* A blocking send's shortcut, for a message that peer_fits_short (the
+ * caller asks, without the lock): 1 if it went whole at once as the
  * transport's XDEV_TX_NOW (no request needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
