@@ -162,6 +162,7 @@ static void copy_pieces(xdev_tp_t *tp)
             shm_rate_single(p, n, xdev_now_ns() - t0);
         if (rc == XDEV_OK && (p->copied += n) < op->len)
             continue;
+        p->stream_cold |= rc == XDEV_OK && !op->write;
         p->copies = op->next;
         if (!p->copies)
             p->copies_tail = NULL;
@@ -241,9 +242,9 @@ static int shm_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool r
 {
     shm_peer_t *p = tp->by_rank[peer];
     (void)len;
-    (void)remote_write;
     if (p->gone || !shm_seg_cma_works(tp, p))
         return XDEV_ERR_SYSTEM;
+    p->stream_cold |= remote_write; /* p is about to write our message */
     *mem = (xdev_mem_t){ .addr = (uint64_t)(uintptr_t)buf };
     return XDEV_OK;
 }
@@ -254,6 +255,8 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     shm_peer_t *p = tp->by_rank[peer];
     if (op->len <= COPY_PIECE) {
         int rc = shm_seg_copy(tp, peer, op->local, op->len, op->remote_addr, op->write);
+        if (rc == XDEV_OK && !op->write)
+            p->stream_cold = true;
         return rc == XDEV_OK ? 1 : rc;
     }
     if (p->gone)

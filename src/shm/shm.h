@@ -104,6 +104,8 @@ typedef struct shm_peer {
     uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
+    bool stream_cold;     /* a single copy with it came after its last long
+                           * stream to us: the ring is out of our caches */
     unsigned single_picks; /* long rendezvous to it while its verdict said
                             * slow; every SHM_STREAM_RETRY-th streams */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */

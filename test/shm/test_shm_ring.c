@@ -593,6 +593,47 @@ static void run_bell(void)
     loop_free(&l);
 }
 
+/* Rates in bytes per us, as the verdict takes them. */
+static void time_stream(shm_peer_t *p, uint64_t rate)
+{
+    shm_rate_stream(p, 1 << 20, (1000u << 20) / rate);
+}
+
+static bool judged_slow(loop_t *l) { return atomic_load(&l->ctl->slow_streams); }
+
+/* shm_rx.c's verdict on long streams against the 12 GB/s guessed for a
+ * single copy. A stream that follows single copies (shm.c marks it) or
+ * is the first finds cold caches: fast cores stream it at 9-11 GB/s, and
+ * it must still clear the single copy, or the one stream per retry never
+ * does; cores that share no cache stream every message at 2.5-6, and
+ * that must keep it. */
+static void run_stream_verdict(void)
+{
+    loop_t l;
+    loop_init(&l, 4096, false);
+    shm_peer_t *p = &l.peer;
+    time_stream(p, 11000); /* the first, cold */
+    CHECK(!judged_slow(&l), "a first stream at 11 GB/s kept from streaming");
+    for (int i = 0; i < 4; i++)
+        time_stream(p, 9000);
+    CHECK(judged_slow(&l), "warm streams at 9 GB/s, under the single copy, judged fast");
+    for (int retry = 0; retry < 8; retry++) { /* cores far apart */
+        p->stream_cold = true;
+        time_stream(p, 5000);
+    }
+    CHECK(judged_slow(&l), "cold streams at 5 GB/s cleared the single copy");
+    p->stream_cold = true; /* the cores are close again: one retry */
+    time_stream(p, 9000);
+    CHECK(!judged_slow(&l), "a cold stream at 9 GB/s after slow ones left the verdict slow");
+    time_stream(p, 6000);
+    CHECK(judged_slow(&l), "a warm stream at 6 GB/s after a cold one counted double too");
+    loop_free(&l);
+    loop_init(&l, 4096, false);
+    time_stream(&l.peer, 5000);
+    CHECK(judged_slow(&l), "a first stream at 5 GB/s judged fast");
+    loop_free(&l);
+}
+
 int main(int argc, char **argv)
 {
     rng_state = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x9e3779b97f4a7c15ull;
@@ -610,6 +651,7 @@ int main(int argc, char **argv)
     run_start_over();
     run_walk_after_long();
     run_long_fragments();
+    run_stream_verdict();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
