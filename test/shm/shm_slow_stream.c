@@ -12,8 +12,9 @@
  * Rank 0 then sends 1 MiB and sleeps 3 s before it waits for the send.
  * A streamed rendezvous needs the sender to answer and push the data, so
  * only a single copy (the receiver pulling with process_vm_readv)
- * completes it within the 2 s rank 1 gives it. The single copy must be allowed: the test is skipped
- * (77) where Yama keeps a process that is not root from reading another.
+ * completes it within the 2 s rank 1 gives it. The single copy must be
+ * allowed: the test is skipped (77) where Yama keeps a process that is
+ * not root from reading another.
  */
 #include <stdio.h>
 #include <stdlib.h>
