@@ -162,7 +162,8 @@ static void copy_pieces(xdev_tp_t *tp)
             shm_rate_single(p, n, xdev_now_ns() - t0);
         if (rc == XDEV_OK && (p->copied += n) < op->len)
             continue;
-        p->stream_cold |= rc == XDEV_OK && !op->write;
+        if (rc == XDEV_OK && !op->write)
+            shm_copied_once(p);
         p->copies = op->next;
         if (!p->copies)
             p->copies_tail = NULL;
@@ -244,11 +245,11 @@ static int shm_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool r
     (void)len;
     if (p->gone || !shm_seg_cma_works(tp, p))
         return XDEV_ERR_SYSTEM;
-    p->stream_cold |= remote_write; /* p is about to write our message */
+    if (remote_write) /* p is about to write our message */
+        shm_copied_once(p);
     *mem = (xdev_mem_t){ .addr = (uint64_t)(uintptr_t)buf };
     return XDEV_OK;
 }
-
 
 static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 {
@@ -256,7 +257,7 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     if (op->len <= COPY_PIECE) {
         int rc = shm_seg_copy(tp, peer, op->local, op->len, op->remote_addr, op->write);
         if (rc == XDEV_OK && !op->write)
-            p->stream_cold = true;
+            shm_copied_once(p);
         return rc == XDEV_OK ? 1 : rc;
     }
     if (p->gone)
@@ -271,9 +272,6 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     return 0;
 }
 
-
-/* Done once nothing is queued for a peer that is still there. Rings need
- * no goodbye handshake: what we wrote stays readable after we are gone. */
 /* xdev-info: room for segments, and whether the single copy may work. */
 static void shm_info(FILE *out)
 {
@@ -299,6 +297,8 @@ static void shm_info(FILE *out)
                                   : "missing (a fence per send while peers sleep)");
 }
 
+/* Done once nothing is queued for a peer that is still there. Rings need
+ * no goodbye handshake: what we wrote stays readable after we are gone. */
 static int shm_shutdown(xdev_tp_t *tp)
 {
     for (int i = 0; i < tp->npeers; i++)

@@ -177,6 +177,8 @@ int shm_arm(xdev_tp_t *tp);
  * rate in and give p the verdict (shm_rx.c). */
 void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
+/* A single copy with p moved a message, so the ring is out of our caches. */
+void shm_copied_once(shm_peer_t *p);
 
 /* We published records to p or released room in its ring to us: wake it
  * if it sleeps (shm_bell.c says why the order of the two steps holds). */

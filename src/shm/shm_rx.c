@@ -60,6 +60,11 @@ void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns)
     verdict(p);
 }
 
+void shm_copied_once(shm_peer_t *p)
+{
+    p->stream_cold = true;
+}
+
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns)
 {
     p->single_rate = average(p->single_rate, bytes, ns);

@@ -618,11 +618,11 @@ static void run_stream_verdict(void)
         time_stream(p, 9000);
     CHECK(judged_slow(&l), "warm streams at 9 GB/s, under the single copy, judged fast");
     for (int retry = 0; retry < 8; retry++) { /* cores far apart */
-        p->stream_cold = true;
+        shm_copied_once(p);
         time_stream(p, 5000);
     }
     CHECK(judged_slow(&l), "cold streams at 5 GB/s cleared the single copy");
-    p->stream_cold = true; /* the cores are close again: one retry */
+    shm_copied_once(p); /* the cores are close again: one retry */
     time_stream(p, 9000);
     CHECK(!judged_slow(&l), "a cold stream at 9 GB/s after slow ones left the verdict slow");
     time_stream(p, 6000);
