@@ -218,10 +218,6 @@ static void shm_watch(xdev_tp_t *tp, int peer)
     (void)peer;
 }
 
-/* Tries of the ring while the receiver finds streams slow: one rendezvous
- * in this many, so that it sees when they are fast again. */
-#define SHM_STREAM_RETRY 64
-
 /* Large messages move with one copy, process_vm_readv by the receiver (or
  * process_vm_writev by the sender), where the kernel lets us; so do
  * long ones while the receiver finds them slow through the ring. */
@@ -230,10 +226,9 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
-    bool single = len >= tp->cma_min ||
-                  (len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX &&
-                   atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed) &&
-                   ++p->single_picks % SHM_STREAM_RETRY != 0);
+    bool single = len >= tp->cma_min;
+    if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX)
+        single = shm_copy_once_next(p, len, len > COPY_PIECE && tp->cma_mode == XDEV_RNDZ_READ);
     return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
 

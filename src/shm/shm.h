@@ -76,11 +76,15 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 
 /* A rendezvous from this size up streams through the ring only while its
  * receiver finds such streams at least as fast as its single copies;
- * otherwise it is copied once (shm_rx.c, shm_rndz_mode). Until it has made
- * one, a receiver takes a single copy to move SHM_SINGLE_GUESS bytes per
- * us (12-13 GB/s here wherever the cores are). */
+ * otherwise it is copied once (shm_rx.c, shm_rndz_mode). The sender tries
+ * the other way after SHM_ADAPT_RETRY of them, then twice as far apart
+ * each time, up to SHM_ADAPT_RETRY_MAX. Until it has made one, a receiver
+ * takes a single copy to move SHM_SINGLE_GUESS bytes per us (12-13 GB/s
+ * here wherever the cores are). */
 #define SHM_ADAPT_MIN ((size_t)256 << 10)
 #define SHM_SINGLE_GUESS 12000
+#define SHM_ADAPT_RETRY 64
+#define SHM_ADAPT_RETRY_MAX 4096
 
 typedef struct shm_peer {
     int rank;
@@ -104,10 +108,13 @@ typedef struct shm_peer {
     uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
-    bool stream_cold;     /* a single copy with it came after its last long
-                           * stream to us: the ring is out of our caches */
-    unsigned single_picks; /* long rendezvous to it while its verdict said
-                            * slow; every SHM_STREAM_RETRY-th streams */
+    uint64_t warm_bytes;  /* streamed in from it since our last single copy
+                           * with it: from a ring's worth on, warm */
+    bool adapt_slow;      /* its verdict when we last sent it a long message */
+    unsigned adapt_every; /* one long message in this many goes against it */
+    unsigned adapt_picks; /* long messages to it since one went against it */
+    size_t try_lap;       /* a try of the ring: bytes of the lap to go */
+    bool try_last;        /* ... and the one message after the lap */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
 } shm_peer_t;
@@ -179,6 +186,8 @@ void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 /* A single copy with p moved a message, so the ring is out of our caches. */
 void shm_copied_once(shm_peer_t *p);
+/* The sender's side: whether to copy the next long rendezvous to p once. */
+bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed);
 
 /* We published records to p or released room in its ring to us: wake it
  * if it sleeps (shm_bell.c says why the order of the two steps holds). */

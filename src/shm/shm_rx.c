@@ -19,13 +19,21 @@
 #include <string.h>
 #include "shm.h"
 
-/* Half the old average, half the new rate: a change shows in two. */
-static uint32_t average(uint32_t avg, uint64_t bytes, uint64_t ns)
+static uint32_t rate_of(uint64_t bytes, uint64_t ns)
 {
     uint64_t rate = bytes * 1000 / (ns ? ns : 1);
-    if (rate > UINT32_MAX / 2)
-        rate = UINT32_MAX / 2;
-    return avg ? (uint32_t)((avg + rate) / 2) : (uint32_t)rate;
+    return rate > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)rate;
+}
+
+/* Half the old average, half the new rate: a change shows in two. */
+static uint32_t average(uint32_t avg, uint32_t rate)
+{
+    return avg ? (uint32_t)(((uint64_t)avg + rate) / 2) : rate;
+}
+
+static uint32_t single_rate(const shm_peer_t *p)
+{
+    return p->single_rate ? p->single_rate : SHM_SINGLE_GUESS;
 }
 
 /* Tell p whether its long messages are worth streaming to us, through our
@@ -33,41 +41,92 @@ static uint32_t average(uint32_t avg, uint64_t bytes, uint64_t ns)
  * two cores share no cache (another CCD or socket; in this VM, whenever
  * the host puts the two vCPUs so) or the sender is slow to refill the
  * ring, and a single copy then moves 3-8 times more (12-13 GB/s either way
- * here, against 2.5-6 streamed, 25-35 at best). */
+ * here, against 2.5-6 streamed, 25-35 at best). Until a stream has been
+ * timed they are worth it. */
 static void verdict(shm_peer_t *p)
 {
-    uint32_t single = p->single_rate ? p->single_rate : SHM_SINGLE_GUESS;
-    uint32_t slow = p->ring_rate < single;
+    uint32_t slow = p->ring_rate && p->ring_rate < single_rate(p);
     if (atomic_load_explicit(&p->rx.ctl->slow_streams, memory_order_relaxed) != slow)
         atomic_store_explicit(&p->rx.ctl->slow_streams, slow, memory_order_relaxed);
 }
 
-/* A stream that follows single copies with p, or is p's first, finds the
- * ring's lines in neither cache: here such streams ran at 7-13 GB/s where
- * warm ones run at 25-35. Taken as they came, they mostly fell under the
- * single copy (12), and the stream that tries the ring again once in
- * SHM_STREAM_RETRY kept the verdict slow for good (a 1 MiB ping-pong at
- * 84-97 us against 34-38). Counted double they clear it, within a retry
- * or a few where streams are fast. Where the cores share no cache every
- * stream runs at 2.5-6, cold or not: doubled, all but the fastest stay
- * under it, and one that does not turns the verdict only until the next
- * (warm) stream. */
+/* A stream counts only once the ring is warm: a ring's worth of bytes
+ * has streamed in from p since our last single copy with it. Before that
+ * its lines are in neither cache, and the stream is no fair sample either
+ * way. Alone in a ping-pong it runs at 7-13 GB/s where warm ones run at
+ * 25-35: taken as it came, the stream that tries the ring again never
+ * cleared the single copy (12) and kept the verdict slow for good (a
+ * 1 MiB ping-pong at 84-97 us against 34-38). Between single copies both
+ * ways at once it has the ring to itself and runs at 7-11 where the
+ * streams of a window, both ways, run at 2.5-4: counted double (as it
+ * once was, to clear the ping-pong's) it turned the verdict, and p then
+ * streamed the whole window it was posting (1 MiB both ways at 5-14 GB/s
+ * against 24-26). A try of the ring (shm_copy_once_next) therefore
+ * streams a lap and one message more. */
 void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns)
 {
-    bool cold = p->stream_cold || !p->ring_rate;
-    p->stream_cold = false;
-    p->ring_rate = average(p->ring_rate, cold ? 2 * bytes : bytes, ns);
+    bool warm = p->warm_bytes >= p->rx.size;
+    p->warm_bytes += bytes;
+    if (!warm)
+        return;
+    p->ring_rate = average(p->ring_rate, rate_of(bytes, ns));
     verdict(p);
 }
 
 void shm_copied_once(shm_peer_t *p)
 {
-    p->stream_cold = true;
+    p->warm_bytes = 0;
+}
+
+/* Count a streamed message of len bytes against a try of the ring. */
+static void lap_taken(shm_peer_t *p, size_t len)
+{
+    size_t n = len < p->try_lap ? len : p->try_lap;
+    p->try_last = p->try_lap && n == p->try_lap;
+    p->try_lap -= n;
+}
+
+/* Whether the next long rendezvous to p, of len bytes, is copied once
+ * rather than streamed: as p's verdict says, but for a try against it
+ * once in adapt_every, so that both rates it compares stay current. The
+ * one not chosen is otherwise never timed again, and a rate timed while
+ * the host had the two cores far apart (or while both ranks copied at
+ * once) would decide for good. A try of the ring streams messages until
+ * a lap and one more have gone (p times only the last, above); a try of
+ * the single copy is worth making only where the copy is timed. Tries
+ * come twice as far apart each time the verdict holds, up to
+ * SHM_ADAPT_RETRY_MAX: a stream between the single copies of a window
+ * both ways holds up the ring's other messages (their handshakes) for as
+ * long as it takes at 2.5-4 GB/s. */
+bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed)
+{
+    bool slow = atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed);
+    if (slow != p->adapt_slow || !p->adapt_every) { /* it turned: watch closely again */
+        p->adapt_slow = slow;
+        p->adapt_every = SHM_ADAPT_RETRY;
+        p->adapt_picks = 0;
+        p->try_lap = 0;
+        p->try_last = false;
+    }
+    if (p->try_lap || p->try_last) {
+        lap_taken(p, len);
+        return false;
+    }
+    if (++p->adapt_picks < p->adapt_every || (!slow && !timed))
+        return slow;
+    p->adapt_picks = 0;
+    if (p->adapt_every < SHM_ADAPT_RETRY_MAX)
+        p->adapt_every *= 2;
+    if (!slow)
+        return true;
+    p->try_lap = p->tx.size;
+    lap_taken(p, len);
+    return false;
 }
 
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns)
 {
-    p->single_rate = average(p->single_rate, bytes, ns);
+    p->single_rate = average(p->single_rate, rate_of(bytes, ns));
     verdict(p);
 }
 

@@ -8,7 +8,7 @@
  * are in place, stops calling xdev for 200 ms: that stream takes at least
  * 200 ms, far slower than a single copy; it takes SLOWED such streams
  * after the last message that was all in before the pause, since the
- * verdict averages and the first stream counts double (shm_rate_stream).
+ * verdict averages and leaves the first stream out (shm_rate_stream).
  * Rank 0 then sends 1 MiB and sleeps 3 s before it waits for the send.
  * A streamed rendezvous needs the sender to answer and push the data, so
  * only a single copy (the receiver pulling with process_vm_readv)
@@ -57,9 +57,9 @@ static size_t first_wrong(const unsigned char *b, size_t n, int msg)
 }
 
 #define TRIES 8  /* long messages, at most */
-#define SLOWED 3 /* slowed in a row: 35 GB/s counted double, then three
-                  * slow streams, average to under the 12 GB/s guessed for
-                  * a single copy */
+#define SLOWED 3 /* slowed in a row: after a stream at 35 GB/s, two slow
+                  * ones average to under the 12 GB/s guessed for a single
+                  * copy; one more in case the first was left out */
 
 static void sender(xdev_t *dev, unsigned char *buf)
 {

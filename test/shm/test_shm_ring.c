@@ -602,35 +602,78 @@ static void time_stream(shm_peer_t *p, uint64_t rate)
 static bool judged_slow(loop_t *l) { return atomic_load(&l->ctl->slow_streams); }
 
 /* shm_rx.c's verdict on long streams against the 12 GB/s guessed for a
- * single copy. A stream that follows single copies (shm.c marks it) or
- * is the first finds cold caches: fast cores stream it at 9-11 GB/s, and
- * it must still clear the single copy, or the one stream per retry never
- * does; cores that share no cache stream every message at 2.5-6, and
- * that must keep it. */
+ * single copy. A stream counts only once a ring's worth has streamed since
+ * the last single copy: a cold one runs at 7-13 GB/s alone where warm ones
+ * run at 25-35, and at 7-11 between single copies both ways where the
+ * streams of a window run at 2.5-4, so whichever way it was read it led
+ * one of the two astray. (The loop's ring is 4 KiB: a 1 MiB stream is a
+ * lap.) */
 static void run_stream_verdict(void)
 {
     loop_t l;
     loop_init(&l, 4096, false);
     shm_peer_t *p = &l.peer;
-    time_stream(p, 11000); /* the first, cold */
-    CHECK(!judged_slow(&l), "a first stream at 11 GB/s kept from streaming");
-    for (int i = 0; i < 4; i++)
-        time_stream(p, 9000);
-    CHECK(judged_slow(&l), "warm streams at 9 GB/s, under the single copy, judged fast");
-    for (int retry = 0; retry < 8; retry++) { /* cores far apart */
-        shm_copied_once(p);
-        time_stream(p, 5000);
-    }
-    CHECK(judged_slow(&l), "cold streams at 5 GB/s cleared the single copy");
-    shm_copied_once(p); /* the cores are close again: one retry */
+    CHECK(!judged_slow(&l), "streams judged slow before any was timed");
+    time_stream(p, 5000); /* the first, cold */
+    CHECK(!judged_slow(&l), "the first stream, cold, was counted");
     time_stream(p, 9000);
-    CHECK(!judged_slow(&l), "a cold stream at 9 GB/s after slow ones left the verdict slow");
-    time_stream(p, 6000);
-    CHECK(judged_slow(&l), "a warm stream at 6 GB/s after a cold one counted double too");
+    CHECK(judged_slow(&l), "a warm stream at 9 GB/s, under the single copy, judged fast");
+    time_stream(p, 30000);
+    CHECK(!judged_slow(&l), "warm streams at 9 then 30 GB/s judged slow");
+    shm_copied_once(p);
+    time_stream(p, 3000);
+    CHECK(!judged_slow(&l), "a stream just after a single copy, cold, was counted");
+    time_stream(p, 3000);
+    CHECK(judged_slow(&l), "a warm stream at 3 GB/s after one at 19 judged fast");
     loop_free(&l);
+}
+
+/* Long messages in a row that shm_copy_once_next copies once (single) or
+ * streams, from the next one on. */
+static int run_of(shm_peer_t *p, size_t len, bool timed, bool single, int most)
+{
+    int n = 0;
+    while (n < most && shm_copy_once_next(p, len, timed) == single)
+        n++;
+    return n;
+}
+
+/* The sender follows the verdict but for a try against it: after 63
+ * single copies, streams until a lap of the ring (4 KiB: four 1 KiB
+ * messages) and one more have gone, since the receiver counts only that
+ * last one; the next try comes twice as far off. Against streams judged
+ * fast it tries a single copy only where the copy is timed, and a turn
+ * of the verdict starts over at 64. */
+static void run_stream_tries(void)
+{
+    loop_t l;
     loop_init(&l, 4096, false);
-    time_stream(&l.peer, 5000);
-    CHECK(judged_slow(&l), "a first stream at 5 GB/s judged fast");
+    shm_peer_t *p = &l.peer;
+    time_stream(p, 5000);
+    time_stream(p, 5000);
+    CHECK(judged_slow(&l), "warm streams at 5 GB/s judged fast");
+    int singles = run_of(p, 1024, true, true, 1000);
+    CHECK(singles == SHM_ADAPT_RETRY - 1, "%d single copies before the first try, not %d", singles,
+          SHM_ADAPT_RETRY - 1);
+    int streams = 1 + run_of(p, 1024, true, false, 1000);
+    CHECK(streams == 5, "a try of a 4 KiB ring streamed %d messages of 1 KiB, not 5", streams);
+    singles = 1 + run_of(p, 8192, true, true, 1000); /* (each run ends in one of the other) */
+    CHECK(singles == 2 * SHM_ADAPT_RETRY - 1, "%d single copies before the second try, not %d",
+          singles, 2 * SHM_ADAPT_RETRY - 1);
+    streams = 1 + run_of(p, 8192, true, false, 1000);
+    CHECK(streams == 2, "a try with messages over a lap streamed %d, not 2", streams);
+    time_stream(p, 60000);
+    CHECK(!judged_slow(&l), "a warm stream at 60 GB/s left the verdict slow");
+    streams = run_of(p, 1024, false, false, 1000);
+    CHECK(streams == 1000, "a single copy that is not timed was tried after %d streams", streams);
+    streams = run_of(p, 1024, true, false, 1000);
+    CHECK(streams == 0, "a timed single copy was not tried after 1000 streams (%d more)", streams);
+    time_stream(p, 1000);
+    time_stream(p, 1000);
+    CHECK(judged_slow(&l), "warm streams at 1 GB/s left the verdict fast");
+    singles = run_of(p, 1024, true, true, 1000);
+    CHECK(singles == SHM_ADAPT_RETRY - 1, "after a turn, %d single copies before a try, not %d",
+          singles, SHM_ADAPT_RETRY - 1);
     loop_free(&l);
 }
 
@@ -652,6 +695,7 @@ int main(int argc, char **argv)
     run_walk_after_long();
     run_long_fragments();
     run_stream_verdict();
+    run_stream_tries();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
