@@ -145,6 +145,14 @@ static void announce(xdev_tp_t *tp)
  * pieces a waiting caller gives threads blocked on it a turn (progress.c). */
 #define COPY_PIECE ((size_t)1 << 20)
 
+/* Whether a single copy of len bytes would be timed for the verdict: the
+ * receiver times the pieces it reads (copy_pieces); one made inline
+ * (shm_rma) is too short to time well beside a system call. */
+static bool single_copy_timed(const xdev_tp_t *tp, size_t len)
+{
+    return len > COPY_PIECE && tp->cma_mode == XDEV_RNDZ_READ;
+}
+
 /* The next piece of the first single copy with each peer. */
 static void copy_pieces(xdev_tp_t *tp)
 {
@@ -228,7 +236,7 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
         return XDEV_RNDZ_SEND;
     bool single = len >= tp->cma_min;
     if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX)
-        single = shm_copy_once_next(p, len, len > COPY_PIECE && tp->cma_mode == XDEV_RNDZ_READ);
+        single = shm_copy_once_next(p, len, single_copy_timed(tp, len));
     return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
 

@@ -77,8 +77,8 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 /* A rendezvous from this size up streams through the ring only while its
  * receiver finds such streams at least as fast as its single copies;
  * otherwise it is copied once (shm_rx.c, shm_rndz_mode). The sender tries
- * the other way after SHM_ADAPT_RETRY of them, then twice as far apart
- * each time, up to SHM_ADAPT_RETRY_MAX. Until it has made one, a receiver
+ * the other way with one in SHM_ADAPT_RETRY of them, then twice as far
+ * apart each time, up to SHM_ADAPT_RETRY_MAX. Until it has made one, a receiver
  * takes a single copy to move SHM_SINGLE_GUESS bytes per us (12-13 GB/s
  * here wherever the cores are). */
 #define SHM_ADAPT_MIN ((size_t)256 << 10)
@@ -108,8 +108,8 @@ typedef struct shm_peer {
     uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
-    uint64_t warm_bytes;  /* streamed in from it since our last single copy
-                           * with it: from a ring's worth on, warm */
+    uint64_t warm_bytes;  /* of its long streams to us since our last single
+                           * copy with it: from a ring's worth on, warm */
     bool adapt_slow;      /* its verdict when we last sent it a long message */
     unsigned adapt_every; /* one long message in this many goes against it */
     unsigned adapt_picks; /* long messages to it since one went against it */

@@ -19,10 +19,11 @@
 #include <string.h>
 #include "shm.h"
 
+/* Bytes per us, at least 1: an average of 0 means nothing timed yet. */
 static uint32_t rate_of(uint64_t bytes, uint64_t ns)
 {
     uint64_t rate = bytes * 1000 / (ns ? ns : 1);
-    return rate > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)rate;
+    return rate < 1 ? 1 : rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
 }
 
 /* Half the old average, half the new rate: a change shows in two. */
@@ -52,17 +53,14 @@ static void verdict(shm_peer_t *p)
 
 /* A stream counts only once the ring is warm: a ring's worth of bytes
  * has streamed in from p since our last single copy with it. Before that
- * its lines are in neither cache, and the stream is no fair sample either
- * way. Alone in a ping-pong it runs at 7-13 GB/s where warm ones run at
- * 25-35: taken as it came, the stream that tries the ring again never
- * cleared the single copy (12) and kept the verdict slow for good (a
- * 1 MiB ping-pong at 84-97 us against 34-38). Between single copies both
- * ways at once it has the ring to itself and runs at 7-11 where the
- * streams of a window, both ways, run at 2.5-4: counted double (as it
- * once was, to clear the ping-pong's) it turned the verdict, and p then
- * streamed the whole window it was posting (1 MiB both ways at 5-14 GB/s
- * against 24-26). A try of the ring (shm_copy_once_next) therefore
- * streams a lap and one message more. */
+ * its lines are in neither cache, and the stream misleads either way.
+ * Alone in a ping-pong it runs at 7-13 GB/s where warm ones run at 25-35,
+ * under the single copy (12): taken as it came, the verdict stayed slow
+ * for good. Between single copies both ways at once it has the ring to
+ * itself and runs at 7-11 where the streams of such a window run at
+ * 2.5-4: counted double it turned the verdict fast, and p then streamed
+ * the whole window it was posting. A try of the ring
+ * (shm_copy_once_next) therefore streams a lap and one message more. */
 void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns)
 {
     bool warm = p->warm_bytes >= p->rx.size;
@@ -93,11 +91,14 @@ static void lap_taken(shm_peer_t *p, size_t len)
  * the host had the two cores far apart (or while both ranks copied at
  * once) would decide for good. A try of the ring streams messages until
  * a lap and one more have gone (p times only the last, above); a try of
- * the single copy is worth making only where the copy is timed. Tries
- * come twice as far apart each time the verdict holds, up to
- * SHM_ADAPT_RETRY_MAX: a stream between the single copies of a window
- * both ways holds up the ring's other messages (their handshakes) for as
- * long as it takes at 2.5-4 GB/s. */
+ * the single copy is worth making only where the copy is timed, so where
+ * none is (write mode, or nothing over 1 MiB) the single copy's rate
+ * stays what it was. Tries come twice as far apart each time the verdict
+ * holds, up to SHM_ADAPT_RETRY_MAX, since each costs what the way not
+ * taken costs: a stream between the single copies of a window both ways
+ * holds up the ring's other messages (their handshakes) for as long as
+ * it takes at 2.5-4 GB/s, and a single copy in a ping-pong takes 2-3
+ * times a warm stream. */
 bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed)
 {
     bool slow = atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed);
@@ -112,7 +113,9 @@ bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed)
         lap_taken(p, len);
         return false;
     }
-    if (++p->adapt_picks < p->adapt_every || (!slow && !timed))
+    if (p->adapt_picks < p->adapt_every)
+        p->adapt_picks++;
+    if (p->adapt_picks < p->adapt_every || (!slow && !timed))
         return slow;
     p->adapt_picks = 0;
     if (p->adapt_every < SHM_ADAPT_RETRY_MAX)

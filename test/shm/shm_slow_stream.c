@@ -59,7 +59,8 @@ static size_t first_wrong(const unsigned char *b, size_t n, int msg)
 #define TRIES 8  /* long messages, at most */
 #define SLOWED 3 /* slowed in a row: after a stream at 35 GB/s, two slow
                   * ones average to under the 12 GB/s guessed for a single
-                  * copy; one more in case the first was left out */
+                  * copy (the first stream, left out, is never that one);
+                  * the third is a margin */
 
 static void sender(xdev_t *dev, unsigned char *buf)
 {

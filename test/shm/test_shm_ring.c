@@ -624,7 +624,10 @@ static void run_stream_verdict(void)
     time_stream(p, 3000);
     CHECK(!judged_slow(&l), "a stream just after a single copy, cold, was counted");
     time_stream(p, 3000);
-    CHECK(judged_slow(&l), "a warm stream at 3 GB/s after one at 19 judged fast");
+    CHECK(judged_slow(&l), "a warm stream at 3 GB/s after an average of 19.5 judged fast");
+    for (int i = 0; i < 40; i++) /* 256 KiB each taking a second */
+        shm_rate_stream(p, 256 << 10, 1000000000);
+    CHECK(judged_slow(&l), "streams at 0.26 MB/s judged fast, as if never timed");
     loop_free(&l);
 }
 
@@ -662,18 +665,34 @@ static void run_stream_tries(void)
           singles, 2 * SHM_ADAPT_RETRY - 1);
     streams = 1 + run_of(p, 8192, true, false, 1000);
     CHECK(streams == 2, "a try with messages over a lap streamed %d, not 2", streams);
+    /* The receiver's side of a try of 1 KiB messages after single copies:
+     * only the one after the lap counts. */
+    uint32_t before = p->ring_rate;
+    shm_copied_once(p);
+    for (int i = 0; i < 4; i++)
+        shm_rate_stream(p, 1024, 1024 * 1000 / 60000);
+    CHECK(p->ring_rate == before, "a stream within the lap after a single copy was timed");
+    shm_rate_stream(p, 1024, 1024 * 1000 / 60000);
+    CHECK(p->ring_rate != before, "the stream after the lap was not timed");
     time_stream(p, 60000);
-    CHECK(!judged_slow(&l), "a warm stream at 60 GB/s left the verdict slow");
+    time_stream(p, 60000);
+    CHECK(!judged_slow(&l), "warm streams at 60 GB/s left the verdict slow");
     streams = run_of(p, 1024, false, false, 1000);
     CHECK(streams == 1000, "a single copy that is not timed was tried after %d streams", streams);
     streams = run_of(p, 1024, true, false, 1000);
     CHECK(streams == 0, "a timed single copy was not tried after 1000 streams (%d more)", streams);
-    time_stream(p, 1000);
-    time_stream(p, 1000);
+    for (int i = 0; i < 4; i++)
+        time_stream(p, 1000);
     CHECK(judged_slow(&l), "warm streams at 1 GB/s left the verdict fast");
     singles = run_of(p, 1024, true, true, 1000);
     CHECK(singles == SHM_ADAPT_RETRY - 1, "after a turn, %d single copies before a try, not %d",
           singles, SHM_ADAPT_RETRY - 1);
+    for (int t = 0; t < 10; t++) { /* the tries grow apart up to a cap */
+        run_of(p, 8192, true, false, 1000);
+        singles = 1 + run_of(p, 8192, true, true, 100000);
+    }
+    CHECK(singles == SHM_ADAPT_RETRY_MAX - 1, "%d single copies between late tries, not %d",
+          singles, SHM_ADAPT_RETRY_MAX - 1);
     loop_free(&l);
 }
 
