@@ -236,7 +236,7 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
         return XDEV_RNDZ_SEND;
     bool single = len >= tp->cma_min;
     if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX)
-        single = shm_copy_once_next(p, len, single_copy_timed(tp, len));
+        single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);
     return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
 

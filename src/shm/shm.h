@@ -115,6 +115,7 @@ typedef struct shm_peer {
     unsigned adapt_picks; /* long messages to it since one went against it */
     size_t try_lap;       /* a try of the ring: bytes of the lap to go */
     bool try_last;        /* ... and the one message after the lap */
+    unsigned picked_at;   /* tp->polls when we last sent it a long message */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
 } shm_peer_t;
@@ -187,7 +188,7 @@ void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 /* A single copy with p moved a message, so the ring is out of our caches. */
 void shm_copied_once(shm_peer_t *p);
 /* The sender's side: whether to copy the next long rendezvous to p once. */
-bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed);
+bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls);
 
 /* We published records to p or released room in its ring to us: wake it
  * if it sleeps (shm_bell.c says why the order of the two steps holds). */

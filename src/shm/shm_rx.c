@@ -98,9 +98,16 @@ static void lap_taken(shm_peer_t *p, size_t len)
  * taken costs: a stream between the single copies of a window both ways
  * holds up the ring's other messages (their handshakes) for as long as
  * it takes at 2.5-4 GB/s, and a single copy in a ping-pong takes 2-3
- * times a warm stream. */
-bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed)
+ * times a warm stream. A try of the ring starts only with a message that
+ * follows a progress call (polls, the transport's count of them, has
+ * moved), not inside a burst posted at once: the receiver makes the
+ * burst's single copies between the try's handshakes and its data, so a
+ * try begun at the end of one window (the 64th message of OSU's) and
+ * ending in the next found the ring cold every time. */
+bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls)
 {
+    bool burst = polls == p->picked_at; /* no progress call since the last */
+    p->picked_at = polls;
     bool slow = atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed);
     if (slow != p->adapt_slow || !p->adapt_every) { /* it turned: watch closely again */
         p->adapt_slow = slow;
@@ -115,7 +122,7 @@ bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed)
     }
     if (p->adapt_picks < p->adapt_every)
         p->adapt_picks++;
-    if (p->adapt_picks < p->adapt_every || (!slow && !timed))
+    if (p->adapt_picks < p->adapt_every || (!slow && !timed) || (slow && burst))
         return slow;
     p->adapt_picks = 0;
     if (p->adapt_every < SHM_ADAPT_RETRY_MAX)

@@ -633,10 +633,12 @@ static void run_stream_verdict(void)
 
 /* Long messages in a row that shm_copy_once_next copies once (single) or
  * streams, from the next one on. */
+static unsigned polls; /* moved between any two messages, unless in a burst */
+
 static int run_of(shm_peer_t *p, size_t len, bool timed, bool single, int most)
 {
     int n = 0;
-    while (n < most && shm_copy_once_next(p, len, timed) == single)
+    while (n < most && shm_copy_once_next(p, len, timed, ++polls) == single)
         n++;
     return n;
 }
@@ -693,6 +695,14 @@ static void run_stream_tries(void)
     }
     CHECK(singles == SHM_ADAPT_RETRY_MAX - 1, "%d single copies between late tries, not %d",
           singles, SHM_ADAPT_RETRY_MAX - 1);
+    /* A try of the ring that falls due inside a burst waits for its end. */
+    for (int i = 0; i < SHM_ADAPT_RETRY_MAX - 2; i++)
+        shm_copy_once_next(p, 1024, true, ++polls);
+    int in_burst = 0;
+    while (in_burst < 100 && shm_copy_once_next(p, 1024, true, polls))
+        in_burst++;
+    CHECK(in_burst == 100, "a try of the ring began inside a burst, after %d", in_burst);
+    CHECK(!shm_copy_once_next(p, 1024, true, ++polls), "no try of the ring after the burst");
     loop_free(&l);
 }
 
