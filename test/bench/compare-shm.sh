@@ -243,7 +243,7 @@ done
 
 slow_us=${SLOW_REF_US:-}
 [[ -z $slow_us || $slow_us =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SLOW_REF_US must be a number of us"
-awk -F, -v rounds="$rounds" -v load="$load" -v loads="${loads[*]}" -v xt="$xdev_transport" \
+awk -F, -v rounds="$rounds" -v loadavg="$load" -v loads="${loads[*]}" -v xt="$xdev_transport" \
     -v systems="${systems[*]}" -v slow_us="$slow_us" '
     function is_mpi(s) { return s ~ /^(ompi|mpich)/ }
     function median(list,   a, n, i, j, x) {
@@ -294,7 +294,7 @@ awk -F, -v rounds="$rounds" -v load="$load" -v loads="${loads[*]}" -v xt="$xdev_
                slow_us != "" ? " or over " slow_us " us (SLOW_REF_US)" : ""
         if (lowest != "" && !kept)
             printf "# every round was rejected: the machine was slow throughout, nothing to report\n"
-        if (load != "") printf "# load average (1 min) before each round: %s\n", loads
+        if (loadavg != "") printf "# load average (1 min) before each round: %s\n", loads
         printf "# best = best MPI configuration (ompi*, mpich*; ucx_perftest is not an MPI)\n"
         printf "# ratio = xdev/best: latency lower is better, bw and rate higher is better\n"
         # tests in xdev-bench order, sizes ascending

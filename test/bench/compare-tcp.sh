@@ -76,7 +76,7 @@ done
 
 # Sorted by test, size, benchmark ("raw" < "xdev") and value, each group of
 # rows is one benchmark's values for one test and size in ascending order.
-sort -t, -k2,2n -k4,4n -k1,1 -k6,6g "$all" | awk -F, -v rounds="$rounds" -v load="$load" '
+sort -t, -k2,2n -k4,4n -k1,1 -k6,6g "$all" | awk -F, -v rounds="$rounds" -v loadavg="$load" '
     function median(n) {
         return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
@@ -99,7 +99,7 @@ sort -t, -k2,2n -k4,4n -k1,1 -k6,6g "$all" | awk -F, -v rounds="$rounds" -v load
         printf "# xdev over TCP vs raw TCP loopback sockets: medians of %d rounds\n", rounds
         printf "# ratio = xdev/raw (1.00 = raw TCP); latency: lower is better,\n"
         printf "# bandwidth and message rate: higher is better\n"
-        if (load != "") printf "# load average (1 min) before the first round: %s\n", load
+        if (loadavg != "") printf "# load average (1 min) before the first round: %s\n", loadavg
     }
     {
         name = $1; test = $3; size = $4; value = $6; unit = $7
