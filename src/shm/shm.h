@@ -7,6 +7,7 @@
  *   shm_ring.c  a message written into a ring as records (fragmenting)
  *   shm_tx.c    sending: the per-peer queue and its flushing
  *   shm_rx.c    receiving: a ring's records parsed and handed to the core
+ *   shm_verdict.c  streamed or copied once: the rates behind the choice
  *   shm_bell.c  the doorbell: sleeping while peers write to us
  *
  * Every rank owns one segment, "/xdev-<job id>-<rank>", holding one ring per
@@ -76,7 +77,7 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 
 /* A rendezvous from this size up streams through the ring only while its
  * receiver finds such streams at least as fast as its single copies;
- * otherwise it is copied once (shm_rx.c, shm_rndz_mode). The sender tries
+ * otherwise it is copied once (shm_verdict.c, shm_rndz_mode). The sender tries
  * the other way with one in SHM_ADAPT_RETRY of them, then twice as far
  * apart each time, up to SHM_ADAPT_RETRY_MAX. Until it has made one, a receiver
  * takes a single copy to move SHM_SINGLE_GUESS bytes per us (12-13 GB/s
@@ -181,8 +182,8 @@ void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
 
-/* A long stream in from p, or a single copy from it, took ns: average its
- * rate in and give p the verdict (shm_rx.c). */
+/* shm_verdict.c. A long stream in from p, or a single copy from it, took
+ * ns: average its rate in and give p the verdict. */
 void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
 /* A single copy with p moved a message, so the ring is out of our caches. */

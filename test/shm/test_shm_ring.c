@@ -601,7 +601,7 @@ static void time_stream(shm_peer_t *p, uint64_t rate)
 
 static bool judged_slow(loop_t *l) { return atomic_load(&l->ctl->slow_streams); }
 
-/* shm_rx.c's verdict on long streams against the 12 GB/s guessed for a
+/* shm_verdict.c's verdict on long streams against the 12 GB/s guessed for a
  * single copy. A stream counts only once a ring's worth has streamed since
  * the last single copy: a cold one runs at 7-13 GB/s alone where warm ones
  * run at 25-35, and at 7-11 between single copies both ways where the

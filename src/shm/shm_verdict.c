@@ -1,0 +1,131 @@
+/*
+ * shm_verdict.c - whether a long message to a peer streams through its ring
+ * or is copied once, and how each side learns which is faster.
+ *
+ * The receiver times both ways (its streams in from a peer, its single
+ * copies from it) and publishes a verdict in the ring's control block;
+ * the sender follows it, but for tries against it that keep both rates
+ * current. See shm.h (SHM_ADAPT_MIN) and the README's shm section.
+ */
+#include "shm.h"
+
+/* Bytes per us, at least 1: an average of 0 means nothing timed yet. */
+static uint32_t rate_of(uint64_t bytes, uint64_t ns)
+{
+    uint64_t rate = bytes * 1000 / (ns ? ns : 1);
+    return rate < 1 ? 1 : rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
+}
+
+/* Half the old average, half the new rate: a change shows in two. */
+static uint32_t average(uint32_t avg, uint32_t rate)
+{
+    return avg ? (uint32_t)(((uint64_t)avg + rate) / 2) : rate;
+}
+
+static uint32_t single_rate(const shm_peer_t *p)
+{
+    return p->single_rate ? p->single_rate : SHM_SINGLE_GUESS;
+}
+
+/* Tell p whether its long messages are worth streaming to us, through our
+ * ring's control block. Streams run 3-10 times slower than usual when the
+ * two cores share no cache (another CCD or socket; in this VM, whenever
+ * the host puts the two vCPUs so) or the sender is slow to refill the
+ * ring, and a single copy then moves 3-8 times more (12-13 GB/s either way
+ * here, against 2.5-6 streamed, 25-35 at best). Until a stream has been
+ * timed they are worth it. */
+static void verdict(shm_peer_t *p)
+{
+    uint32_t slow = p->ring_rate && p->ring_rate < single_rate(p);
+    if (atomic_load_explicit(&p->rx.ctl->slow_streams, memory_order_relaxed) != slow)
+        atomic_store_explicit(&p->rx.ctl->slow_streams, slow, memory_order_relaxed);
+}
+
+/* A stream counts only once the ring is warm: a ring's worth of bytes
+ * has streamed in from p since our last single copy with it. Before that
+ * its lines are in neither cache, and the stream misleads either way.
+ * Alone in a ping-pong it runs at 7-13 GB/s where warm ones run at 25-35,
+ * under the single copy (12): taken as it came, the verdict stayed slow
+ * for good. Between single copies both ways at once it has the ring to
+ * itself and runs at 7-11 where the streams of such a window run at
+ * 2.5-4: counted double it turned the verdict fast, and p then streamed
+ * the whole window it was posting. A try of the ring
+ * (shm_copy_once_next) therefore streams a lap and one message more. */
+void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns)
+{
+    bool warm = p->warm_bytes >= p->rx.size;
+    p->warm_bytes += bytes;
+    if (!warm)
+        return;
+    p->ring_rate = average(p->ring_rate, rate_of(bytes, ns));
+    verdict(p);
+}
+
+void shm_copied_once(shm_peer_t *p)
+{
+    p->warm_bytes = 0;
+}
+
+/* Count a streamed message of len bytes against a try of the ring. */
+static void lap_taken(shm_peer_t *p, size_t len)
+{
+    size_t n = len < p->try_lap ? len : p->try_lap;
+    p->try_last = p->try_lap && n == p->try_lap;
+    p->try_lap -= n;
+}
+
+/* Whether the next long rendezvous to p, of len bytes, is copied once
+ * rather than streamed: as p's verdict says, but for a try against it
+ * once in adapt_every, so that both rates it compares stay current. The
+ * one not chosen is otherwise never timed again, and a rate timed while
+ * the host had the two cores far apart (or while both ranks copied at
+ * once) would decide for good. A try of the ring streams messages until
+ * a lap and one more have gone (p times only the last, above); a try of
+ * the single copy is worth making only where the copy is timed, so where
+ * none is (write mode, or nothing over 1 MiB) the single copy's rate
+ * stays what it was. Tries come twice as far apart each time the verdict
+ * holds, up to SHM_ADAPT_RETRY_MAX, since each costs what the way not
+ * taken costs: a stream between the single copies of a window both ways
+ * holds up the ring's other messages (their handshakes) for as long as
+ * it takes at 2.5-4 GB/s, and a single copy in a ping-pong takes 2-3
+ * times a warm stream. A try of the ring starts only with a message that
+ * follows a progress call (polls, the transport's count of them, has
+ * moved), not inside a burst posted at once: the receiver makes the
+ * burst's single copies between the try's handshakes and its data, so a
+ * try begun at the end of one window (the 64th message of OSU's) and
+ * ending in the next found the ring cold every time. */
+bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls)
+{
+    bool burst = polls == p->picked_at; /* no progress call since the last */
+    p->picked_at = polls;
+    bool slow = atomic_load_explicit(&p->tx.ctl->slow_streams, memory_order_relaxed);
+    if (slow != p->adapt_slow || !p->adapt_every) { /* it turned: watch closely again */
+        p->adapt_slow = slow;
+        p->adapt_every = SHM_ADAPT_RETRY;
+        p->adapt_picks = 0;
+        p->try_lap = 0;
+        p->try_last = false;
+    }
+    if (p->try_lap || p->try_last) {
+        lap_taken(p, len);
+        return false;
+    }
+    if (p->adapt_picks < p->adapt_every)
+        p->adapt_picks++;
+    if (p->adapt_picks < p->adapt_every || (!slow && !timed) || (slow && burst))
+        return slow;
+    p->adapt_picks = 0;
+    if (p->adapt_every < SHM_ADAPT_RETRY_MAX)
+        p->adapt_every *= 2;
+    if (!slow)
+        return true;
+    p->try_lap = p->tx.size;
+    lap_taken(p, len);
+    return false;
+}
+
+void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns)
+{
+    p->single_rate = average(p->single_rate, rate_of(bytes, ns));
+    verdict(p);
+}
