@@ -130,16 +130,6 @@ static void settle(xdev_tp_t *tp, shm_peer_t *p)
         shm_peer_fail(tp, p);
 }
 
-/* Each peer announced in its segment the largest eager message it sends;
- * the core bounds what it accepts by that. */
-static void announce(xdev_tp_t *tp)
-{
-    tp->announced = true;
-    for (int i = 0; i < tp->npeers; i++)
-        if (!tp->peers[i].gone)
-            xdev_core_peer_eager_limit(tp->dev, tp->peers[i].rank, tp->peers[i].eager_limit);
-}
-
 /* A single copy longer than this is made a piece per progress call, so
  * that the device lock is not held through all of a 16 MiB+ copy: between
  * pieces a waiting caller gives threads blocked on it a turn (progress.c). */
@@ -186,8 +176,6 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
     (void)timeout_ms; /* the core sleeps on wait_fd instead */
     if (tp->armed)
         shm_bell_disarm(tp);
-    if (!tp->announced)
-        announce(tp);
     for (int i = 0; i < tp->npeers; i++) {
         shm_peer_t *p = &tp->peers[i];
         if (p->failed)
@@ -353,6 +341,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     tp->bell_fd = tp->epfd = -1;
     tp->rank = params->rank;
     tp->size = params->size;
+    tp->eager_limit = params->eager_limit;
     for (int r = 0; r < params->size; r++)
         tp->npeers += params->serve[r] && r != params->rank;
     tp->by_rank = calloc((size_t)(unsigned)params->size, sizeof *tp->by_rank);

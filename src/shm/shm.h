@@ -39,7 +39,7 @@
 #include "shm_ring.h"
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
-#define SHM_VERSION 2
+#define SHM_VERSION 3
 #define SHM_CHECK_MS 20     /* how often departed peers are looked for ... */
 #define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
@@ -58,7 +58,6 @@ typedef struct shm_seg_hdr {
     uint64_t ring_bytes;     /* data bytes of each ring, a power of two */
     uint64_t ctl_off;        /* nrings shm_ring_ctl_t */
     uint64_t data_off;       /* nrings data areas of ring_bytes */
-    uint64_t eager_limit;    /* largest eager message the owner sends */
     uint64_t self_addr;      /* this header in the owner's address space:
                               * what peers read to test process_vm_readv */
     _Alignas(SHM_SPLIT) _Atomic uint32_t mapped; /* the last mapper unlinks */
@@ -97,7 +96,6 @@ typedef struct shm_peer {
     int pid;
     int pidfd;       /* -1: fall back to kill(pid, 0) */
     int bell_fd;     /* its doorbell's write end, or -1 */
-    size_t eager_limit;
     uint64_t cma_probe; /* where its segment header is in its address space */
     shm_seg_t seg;      /* its segment, with our ring to it */
     shm_txring_t tx;
@@ -135,7 +133,7 @@ struct xdev_tp {
     int cma_mode;         /* XDEV_RNDZ_READ (receiver pulls) or _WRITE (sender pushes) */
     unsigned polls;
     uint64_t next_check_ms;
-    bool announced;       /* every peer's eager limit is known to the core */
+    size_t eager_limit;   /* ours, told to each peer through its ring to us */
     bool armed;           /* own.hdr->armed is set */
     bool fence_free;      /* registered for the sleepers' membarrier */
     int bell_fd;          /* our doorbell, read end, or -1 */

@@ -128,8 +128,6 @@ void shm_bell_disarm(xdev_tp_t *tp)
 /* Would progress find something to do now? */
 static bool has_work(xdev_tp_t *tp)
 {
-    if (!tp->announced)
-        return true;
     for (int i = 0; i < tp->npeers; i++) {
         shm_peer_t *p = &tp->peers[i];
         if (p->failed)

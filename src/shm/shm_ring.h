@@ -90,6 +90,9 @@ typedef struct shm_ring_ctl {
                                     * ring: copy them once instead (shm.c) */
     /* written by the producer */
     _Alignas(SHM_SPLIT) _Atomic uint32_t eof; /* the producer left after its last record */
+    _Atomic int32_t producer; /* its pid, stored once it has mapped this ring
+                               * (after eager_limit) */
+    uint64_t eager_limit;     /* the largest eager message it sends */
 } shm_ring_ctl_t;
 
 _Static_assert(sizeof(shm_ring_ctl_t) == 2 * SHM_SPLIT, "two halves, one per process");

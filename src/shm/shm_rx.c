@@ -61,10 +61,13 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     /* Say we read this ring before anything we do about the message can
      * be seen by its sender: that proves the ring (shm.h). And the other
      * way round, an op of ours held for that proof is handed back before
-     * the core sees what may be the answer to it. */
+     * the core sees what may be the answer to it. The sender wrote the
+     * largest eager message it sends beside the ring before its first
+     * record; the core bounds what it accepts from it by that. */
     if (!p->rx_seen) {
         p->rx_seen = true;
         atomic_store_explicit(&p->rx.ctl->seen, 1, memory_order_release);
+        xdev_core_peer_eager_limit(tp->dev, p->rank, (size_t)p->rx.ctl->eager_limit);
     }
     if (p->txq.head && !p->proven && !p->gone)
         shm_flush(tp, p);

@@ -125,7 +125,6 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
     h->ring_bytes = ring_bytes;
     h->ctl_off = ctl_off;
     h->data_off = data_off;
-    h->eager_limit = p->eager_limit;
     h->self_addr = (uint64_t)(uintptr_t)h;
     for (int i = 0; i < tp->npeers; i++) {
         shm_peer_t *q = &tp->peers[i];
@@ -198,6 +197,8 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     p->seg.hdr = h;
     p->seg.bytes = bytes;
     p->tx.ctl = (shm_ring_ctl_t *)(void *)(b + h->ctl_off) + ring;
+    p->tx.ctl->eager_limit = tp->eager_limit;
+    atomic_store_explicit(&p->tx.ctl->producer, (int32_t)getpid(), memory_order_release);
     p->tx.data = b + h->data_off + (uint64_t)ring * h->ring_bytes;
     p->tx.size = h->ring_bytes;
     p->tx.mask = h->ring_bytes - 1;
@@ -206,11 +207,22 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     shm_ring_set_frags(&p->tx);
     p->pid = h->owner_pid;
     p->pidfd = xdev_pidfd_open(p->pid);
-    p->eager_limit = (size_t)h->eager_limit;
     p->cma_probe = h->self_addr;
     shm_bell_open_peer(p, job_id);
     count_mapping(h, name, job_id);
     return 1;
+}
+
+/* Has p come and gone already? It mapped our segment, and so could send
+ * to us, then left and took its own segment's name with it before we
+ * looked: a rank with nothing to do runs through xdev_init and
+ * xdev_finalize while another naps between two looks for its segment. It
+ * is gone, but what it wrote to us is still read; waiting for its segment
+ * would only wait out the timeout. */
+static bool came_and_went(const shm_peer_t *p)
+{
+    int32_t pid = atomic_load_explicit(&p->rx.ctl->producer, memory_order_acquire);
+    return pid > 0 && xdev_process_gone(pid);
 }
 
 /* The local ranks start at about the same time: wait for each peer's
@@ -227,6 +239,8 @@ int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms)
             if (done[i])
                 continue;
             int rc = map_peer(tp, &tp->peers[i], job_id);
+            if (rc == 0 && came_and_went(&tp->peers[i]))
+                rc = XDEV_ERR_PEER;
             if (rc < 0)
                 tp->peers[i].gone = true;
             if (rc != 0) {

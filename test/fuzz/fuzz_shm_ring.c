@@ -50,17 +50,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tp->by_rank[PEER] = tp->peers = p;
     tp->npeers = 1;
     tp->bell_fd = tp->epfd = -1;
-    tp->announced = true;
     tp->cma_min = SIZE_MAX;
     p->rank = PEER;
     p->proven = true;
     p->cma = CMA_BROKEN; /* never copy from an address the input names */
     p->pidfd = p->bell_fd = -1;
-    p->eager_limit = FUZZ_EAGER_LIMIT;
     p->seg.hdr = aligned_alloc(SHM_SPLIT, sizeof *p->seg.hdr);
     FUZZ_CHECK(p->seg.hdr);
     memset(p->seg.hdr, 0, sizeof *p->seg.hdr);
     ring_init(&p->rx, rx_data, start);
+    p->rx.ctl->eager_limit = FUZZ_EAGER_LIMIT; /* what the peer wrote beside the ring */
     /* our ring to the peer, for the core's answers (SYNC_ACK, RNDZ_REPLY) */
     shm_rxring_t tx_view;
     ring_init(&tx_view, tx_data, 0);

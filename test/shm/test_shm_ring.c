@@ -16,6 +16,9 @@
  *     carried a long message within its last lap;
  *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
  *     fragments and grow longer ones in between;
+ *   - the first message is held until the reader shows it reads, and
+ *     reading it tells the core the eager limit the sender left beside
+ *     the ring;
  *   - the doorbell: a producer rings an armed consumer once per publishing
  *     step and an unarmed one never; a consumer that frees room rings an
  *     armed producer;
@@ -114,6 +117,17 @@ void xdev_core_rx_end(xdev_t *dev, xdev_rx_t *rx)
         CHECK(m->dst[m->dst_len + i] == 0xee, "message %d: written past dst_len", next_rx);
     next_rx++;
     rx_ended++;
+}
+
+/* The sender's eager limit, as the reader tells the core on its first
+ * record (shm_rx.c); 0 until then. */
+static size_t told_limit;
+
+void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit)
+{
+    (void)dev;
+    CHECK(peer == 1, "eager limit told for peer %d", peer);
+    told_limit = limit;
 }
 
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err)
@@ -531,11 +545,15 @@ static void run_bad(int kind)
     loop_free(&l);
 }
 
-/* The first message to a peer is held until the peer shows it reads. */
+/* The first message to a peer is held until the peer shows it reads;
+ * reading it tells the core the sender's eager limit, which the sender
+ * left beside the ring. */
 static void run_proof(void)
 {
     loop_t l;
     loop_init(&l, 4096, false);
+    l.ctl->eager_limit = 12345;
+    told_limit = 0;
     expect_t m = { .len = 5, .dst_len = 5 };
     uint8_t payload[5] = { 1, 2, 3, 4, 5 }, dst[5 + GUARD];
     memset(dst, 0xee, sizeof dst);
@@ -552,6 +570,7 @@ static void run_proof(void)
     shm_rx_poll(&l.tp, &l.peer); /* reading proves the ring and releases the op */
     CHECK(next_txdone == 1 && rx_ended == 1, "after the read: %d ops back, %d messages", next_txdone,
           rx_ended);
+    CHECK(told_limit == 12345, "the sender's eager limit told as %zu", told_limit);
     loop_free(&l);
 }
 
