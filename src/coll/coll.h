@@ -69,7 +69,7 @@ struct xdev_coll_group {
 };
 
 /* config.c */
-int coll_config_load(coll_config_t *cfg, int group_size);
+int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size);
 /* The algorithm for a call of `family` moving `bytes` (the size the
  * thresholds are compared with); `long_ok` is 0 when the long algorithm
  * cannot serve this call. */

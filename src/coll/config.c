@@ -87,6 +87,27 @@ static int parse_size(const char *s, size_t *out)
  * wait, as for a slow member between collectives, naps. */
 #define DEFAULT_YIELD_US 100000
 
+/* Does every peer of dev share its host? Then it has opened shm alone:
+ * a rank with a peer elsewhere opens a network transport too (and the
+ * ranks of a job agree, so every member decides the same). */
+static int one_host(xdev_t *dev)
+{
+    xdev_stats_t st;
+    return xdev_stats(dev, &st) == XDEV_OK && st.ntransports == 1 &&
+           strcmp(st.transport[0].name, "shm") == 0;
+}
+
+/* A broadcast's scatter + ring moves each byte over any one link about
+ * twice, where the tree moves the whole message over log p of them: it
+ * pays where links are what limits. On one host copies limit instead,
+ * and the ring copies (p - 1) / p of the message more than the tree does.
+ * Here, 4 and 8 ranks, 64 KiB to 4 MiB, both timings, the tree took
+ * 0.43-0.76 of the time the scatter + ring took. */
+static size_t bcast_long_default(xdev_t *dev)
+{
+    return one_host(dev) ? SIZE_MAX : DEFAULT_LONG;
+}
+
 /* Variable `name` (microseconds; us if unset), at most 10 s, into *ns; 0 if
  * malformed. */
 static int env_us(const char *name, size_t us, long *ns)
@@ -97,7 +118,7 @@ static int env_us(const char *name, size_t us, long *ns)
     return 1;
 }
 
-int coll_config_load(coll_config_t *cfg, int group_size)
+int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
 {
     char var[64];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -107,7 +128,7 @@ int coll_config_load(coll_config_t *cfg, int group_size)
     for (int f = 0; f < F_COUNT; f++) {
         const struct family_desc *d = &families[f];
         cfg->forced[f] = COLL_AUTO;
-        cfg->long_min[f] = DEFAULT_LONG;
+        cfg->long_min[f] = f == F_BCAST ? bcast_long_default(dev) : DEFAULT_LONG;
 
         snprintf(var, sizeof var, "XDEV_COLL_%s", d->name);
         const char *v = getenv(var);

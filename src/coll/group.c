@@ -24,7 +24,7 @@ int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ctx,
     if (me < 0) return XDEV_ERR_ARG;
 
     coll_config_t cfg;
-    int rc = coll_config_load(&cfg, n);
+    int rc = coll_config_load(&cfg, dev, n);
     if (rc) return rc;
 
     xdev_coll_group_t *g = calloc(1, sizeof *g);

@@ -43,6 +43,37 @@ static void test_bcast(const char *alg, size_t size, uint64_t seed)
     CHECK_RC(xdev_coll_group_free(g));
 }
 
+/* The automatic choice for a long broadcast: the tree when every rank is
+ * on this host over shm (where the scatter + ring only copies more), the
+ * scatter + ring when ranks talk over a network transport. Told apart by
+ * what the last member sends: it is a leaf of the tree, and passes p - 1
+ * blocks along the ring. */
+static void test_bcast_choice(void)
+{
+    const char *tp = getenv("XDEV_TRANSPORT");
+    int one_host = !tp || !strcmp(tp, "auto") || !strcmp(tp, "shm");
+    size_t size = 64 * KiB;
+    xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
+    uint8_t *buf = t_malloc(size);
+    if (t_rank == 0) t_fill(buf, size, 77, 0);
+    xdev_stats_t before, after;
+    CHECK_RC(xdev_stats(t_dev, &before));
+    t_phase("bcast auto choice, size %zu", size);
+    CHECK_RC(xdev_coll_bcast(g, buf, size, 0));
+    CHECK_RC(xdev_stats(t_dev, &after));
+    CHECK_DATA(buf, size, 77, 0, "bcast auto choice");
+    uint64_t sent = 0;
+    for (int i = 0; i < after.ntransports; i++)
+        sent += after.transport[i].msgs_sent - before.transport[i].msgs_sent;
+    if (t_rank == t_size - 1) {
+        uint64_t want = one_host ? 0 : (uint64_t)t_size - 1;
+        CHECK(sent == want, "the last member sent %llu messages in a 64 KiB bcast over %s, want %llu",
+              (unsigned long long)sent, tp ? tp : "auto", (unsigned long long)want);
+    }
+    free(buf);
+    CHECK_RC(xdev_coll_group_free(g));
+}
+
 /* v-form layout: member i's count and displacement, members placed in
  * reverse order with GAP filler bytes between them. */
 static size_t v_count(size_t blk, int i) { return i == 1 ? 0 : blk + (size_t)(i % 3); }
@@ -213,6 +244,7 @@ int case_data(void)
     static const char *alltoall[] = {"linear", "pairwise", NULL};
     const size_t *sizes = t_sizes();
     uint64_t seed = 1;
+    if (t_size >= 3) test_bcast_choice();
     for (int k = 0; sizes[k] != (size_t)-1; k++) {
         size_t s = sizes[k];
         for (int a = 0; bcast[a]; a++) test_bcast(bcast[a], s, seed++);
