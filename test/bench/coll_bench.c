@@ -158,6 +158,21 @@ static int listed(const char *list, const char *op)
     return 0;
 }
 
+/* Whether every name in the comma-separated list is an op: a misspelt
+ * one would otherwise time nothing and say nothing. */
+static int all_known(const char *list)
+{
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int op = 0; op < N_OPS; op++)
+            found |= strlen(op_names[op]) == len && strncmp(p, op_names[op], len) == 0;
+        if (!found) return 0;
+        p += len;
+        if (!*p) return 1;
+    }
+}
+
 static void check(int rc, const char *what)
 {
     if (rc) {
@@ -239,7 +254,10 @@ int main(int argc, char **argv)
     const char *bad = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *v = argv[i + 1];
-        if (!strcmp(argv[i], "--ops")) ops = v;
+        if (!strcmp(argv[i], "--ops")) {
+            ops = v;
+            if (!all_known(v)) bad = argv[i];
+        }
         else if (!strcmp(argv[i], "--sizes")) sizes = v;
         else if (!strcmp(argv[i], "--iters")) max_iters = atol(v);
         else if (!strcmp(argv[i], "--budget")) budget = atof(v);
