@@ -15,7 +15,10 @@
  * own segment and maps the segments of all the local ranks it serves, then
  * the last of them to map a segment unlinks its name, so nothing is left in
  * /dev/shm however the job ends (xdevrun removes what ranks killed during
- * start-up leave).
+ * start-up leave). A rank that maps a peer's segment leaves its eager limit
+ * and its pid beside its ring there: the peer tells the core the limit with
+ * the first record, and knows by the pid a rank that came and went before
+ * it looked for that rank's segment.
  *
  * A peer is known to be gone when its process has exited (a pidfd, or
  * kill(pid, 0) where pidfds are missing), when it set `eof` on its ring to
