@@ -19,6 +19,7 @@ void device_free(xdev_t *d)
         free(e->fetch); /* its request was abandoned with the caller's */
         free(e);
     }
+    xdev_payloads_drain(&d->payloads);
     xdev_mtable_destroy(&d->posted);
     xdev_mtable_destroy(&d->unexpected);
     req_table_destroy(d);

@@ -8,6 +8,7 @@
 #include <sys/single_threaded.h>
 #include <stdbool.h>
 #include "match.h"
+#include "payloads.h"
 #include "transport.h"
 #include "xdev.h"
 
@@ -130,6 +131,7 @@ typedef struct uxmsg {
     uint64_t remote_key;
     uint8_t rndz_mode;           /* rendezvous: XDEV_RNDZ_* the sender asked for */
     void *data;                  /* buffered payload, or NULL */
+    size_t data_cap;             /* bytes of data (xdev_payload_get) */
     size_t charge;               /* bytes counted against the bound */
     xreq_t *rreq;                /* receive that matched it before it was READY */
     void *token;                 /* transport connection holding a deferred payload */
@@ -209,6 +211,7 @@ struct xdev {
     uxmsg_t *claimed;          /* matched-probed messages not yet received */
     uint64_t claims;
     size_t ux_bytes, ux_peak, ux_deferred;
+    xdev_payloads_t payloads;  /* unexpected payloads' buffers, for reuse */
 
     uint64_t auth_key[2];
 

@@ -106,7 +106,7 @@ static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload)
     size_t bytes = UX_ENTRY_COST + payload;
     if (d->ux_bytes + bytes > d->cfg.unexpected_limit)
         return false;
-    if (payload && !(e->data = malloc(payload)))
+    if (payload && !(e->data = xdev_payload_get(&d->payloads, payload, &e->data_cap)))
         return false;
     d->ux_bytes += bytes;
     if (d->ux_bytes > d->ux_peak)
@@ -119,7 +119,7 @@ static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload)
 static void ux_discard(xdev_t *d, uxmsg_t *e)
 {
     d->ux_bytes -= e->charge;
-    free(e->data);
+    xdev_payload_put(&d->payloads, e->data, e->data_cap);
     free(e);
 }
 
@@ -160,7 +160,7 @@ static void ux_free(xdev_t *d, uxmsg_t *e)
         d->ux_deferred--;
     bool freed = e->charge != 0;
     d->ux_bytes -= e->charge;
-    free(e->data);
+    xdev_payload_put(&d->payloads, e->data, e->data_cap);
     free(e);
     if (freed && d->ux_deferred)
         ux_retry_deferred(d);
@@ -1007,7 +1007,7 @@ static void ux_lose(xdev_t *d, uxmsg_t *e)
         d->ux_deferred--;
     d->ux_bytes -= e->charge;
     e->charge = 0;
-    free(e->data);
+    xdev_payload_put(&d->payloads, e->data, e->data_cap);
     e->data = NULL;
     e->state = UX_LOST;
 }
@@ -1127,18 +1127,20 @@ struct claim_fetch {
 static void fetch_claim(xdev_t *d, uxmsg_t *e)
 {
     struct claim_fetch *f = malloc(sizeof *f);
-    void *data = malloc(e->len ? e->len : 1);
+    size_t cap;
+    void *data = xdev_payload_get(&d->payloads, e->len ? e->len : 1, &cap);
     xreq_t *r = f ? xreq_of(&f->req) : NULL;
     if (!f || !data || req_start(d, r, REQ_RECV, data, e->len, e->src, e->tag, e->ctx) != XDEV_OK) {
         /* Memory ran out: the later receive completes unheld (xdev.h),
          * and the next one tries again. */
         free(f);
-        free(data);
+        xdev_payload_put(&d->payloads, data, cap);
         return;
     }
     f->msg = e;
     e->fetch = f;
     e->data = data;
+    e->data_cap = cap;
     e->type = XDEV_MSG_EAGER; /* its data will be here, as an eager message's is */
     e->state = UX_ARRIVING;
     order_unclaim(&d->peers[e->src]);
