@@ -97,15 +97,24 @@ static int one_host(xdev_t *dev)
            strcmp(st.transport[0].name, "shm") == 0;
 }
 
-/* A broadcast's scatter + ring moves each byte over any one link about
- * twice, where the tree moves the whole message over log p of them: it
- * pays where links are what limits. On one host copies limit instead,
- * and the ring copies (p - 1) / p of the message more than the tree does.
- * Here, 4 and 8 ranks, 64 KiB to 4 MiB, both timings, the tree took
- * 0.43-0.76 of the time the scatter + ring took. */
-static size_t bcast_long_default(xdev_t *dev)
+/* Two long algorithms are built for links, and on one host, where copies
+ * limit instead, the short one serves every size better (4 and 8 ranks,
+ * both timings, forced both ways here):
+ *   bcast     the scatter + ring moves each byte over any one link about
+ *             twice, where the tree moves the whole message over log p of
+ *             them, but it copies (p - 1) / p of the message more: the
+ *             tree took 0.43-0.76 of its time, 64 KiB to 4 MiB;
+ *   alltoall  pairwise exchange keeps one partner per step, so no link
+ *             is flooded, where posting everything at once lets every
+ *             copy run as soon as both ends can: at 32 KiB to 1 MiB that
+ *             took 0.61-0.97 of pairwise's time in 14 rows of 16, and
+ *             1.03-1.06 in the other two.
+ * The rings of allgather and allreduce win on one host too (0.5-0.8 of
+ * the trees' time at 128 KiB and 1 MiB); for reduce neither of its two
+ * wins everywhere. */
+static size_t long_default(enum coll_family f, int on_one_host)
 {
-    return one_host(dev) ? SIZE_MAX : DEFAULT_LONG;
+    return on_one_host && (f == F_BCAST || f == F_ALLTOALL) ? SIZE_MAX : DEFAULT_LONG;
 }
 
 /* Variable `name` (microseconds; us if unset), at most 10 s, into *ns; 0 if
@@ -121,6 +130,7 @@ static int env_us(const char *name, size_t us, long *ns)
 int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
 {
     char var[64];
+    int local = one_host(dev);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (!env_us("XDEV_COLL_SPIN_US", group_size <= ncpu ? DEFAULT_SPIN_US : 0, &cfg->spin_ns) ||
         !env_us("XDEV_COLL_YIELD_US", DEFAULT_YIELD_US, &cfg->yield_ns))
@@ -128,7 +138,7 @@ int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
     for (int f = 0; f < F_COUNT; f++) {
         const struct family_desc *d = &families[f];
         cfg->forced[f] = COLL_AUTO;
-        cfg->long_min[f] = f == F_BCAST ? bcast_long_default(dev) : DEFAULT_LONG;
+        cfg->long_min[f] = long_default(f, local);
 
         snprintf(var, sizeof var, "XDEV_COLL_%s", d->name);
         const char *v = getenv(var);

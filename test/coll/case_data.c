@@ -74,6 +74,51 @@ static void test_bcast_choice(void)
     CHECK_RC(xdev_coll_group_free(g));
 }
 
+/* The automatic choice for long alltoall blocks, at 4 ranks: everything
+ * posted at once over shm alone, pairwise exchange over tcp. Rank 0
+ * enters late. Posted at once, every other member sends its block to
+ * rank 0 as it enters; pairwise, member 3 trades first with 2, then with
+ * 1, which waits for rank 0 in its first step, so nothing of member 3's
+ * can reach rank 0 before rank 0 enters. Blocks of 48 KiB are long (from
+ * 32 KiB) and still eager, so what was sent is in rank 0's rings. */
+static void test_alltoall_choice(void)
+{
+    const char *tp = getenv("XDEV_TRANSPORT");
+    int one_host = !tp || !strcmp(tp, "auto") || !strcmp(tp, "shm");
+    size_t blk = 48 * KiB;
+    int ctx = t_next_ctx();
+    xdev_coll_group_t *g;
+    CHECK_RC(xdev_coll_group_create(t_dev, NULL, t_size, ctx, &g));
+    uint8_t *sbuf = t_malloc(blk * 4), *rbuf = t_malloc(blk * 4);
+    for (int i = 0; i < 4; i++) t_fill(sbuf + (size_t)i * blk, blk, 90 + (uint64_t)i, t_rank);
+    if (t_rank == 0) {
+        t_phase("alltoall auto choice: rank 0 looks before it enters");
+        double until = t_now() + (one_host ? 10.0 : 0.3);
+        int waiting = 0, from_last = 0;
+        while (t_now() < until && !(one_host && waiting == 3)) {
+            waiting = 0;
+            for (int src = 1; src < 4; src++) {
+                int found = 0;
+                xdev_status_t st;
+                CHECK_RC(xdev_iprobe(t_dev, src, XDEV_ANY_TAG, ctx, &found, &st));
+                waiting += found;
+                if (src == 3) from_last = found;
+            }
+        }
+        if (one_host)
+            CHECK(waiting == 3, "over shm alone %d of 3 blocks were sent before rank 0 entered", waiting);
+        else
+            CHECK(!from_last, "over %s member 3 sent its block before rank 0 entered", tp);
+    }
+    t_phase("alltoall auto choice");
+    CHECK_RC(xdev_coll_alltoall(g, sbuf, blk, rbuf));
+    for (int i = 0; i < 4; i++)
+        CHECK_DATA(rbuf + (size_t)i * blk, blk, 90 + (uint64_t)t_rank, i, "alltoall auto choice from %d", i);
+    free(sbuf);
+    free(rbuf);
+    CHECK_RC(xdev_coll_group_free(g));
+}
+
 /* v-form layout: member i's count and displacement, members placed in
  * reverse order with GAP filler bytes between them. */
 static size_t v_count(size_t blk, int i) { return i == 1 ? 0 : blk + (size_t)(i % 3); }
@@ -245,6 +290,7 @@ int case_data(void)
     const size_t *sizes = t_sizes();
     uint64_t seed = 1;
     if (t_size >= 3) test_bcast_choice();
+    if (t_size == 4) test_alltoall_choice();
     for (int k = 0; sizes[k] != (size_t)-1; k++) {
         size_t s = sizes[k];
         for (int a = 0; bcast[a]; a++) test_bcast(bcast[a], s, seed++);
