@@ -43,6 +43,17 @@ static void test_bcast(const char *alg, size_t size, uint64_t seed)
     CHECK_RC(xdev_coll_group_free(g));
 }
 
+/* The transport the tests were started with ("auto" if none). All ranks
+ * run on this one host, so under auto or shm the devices open shm alone;
+ * any other puts a network transport between them. */
+static const char *transport(void)
+{
+    const char *tp = getenv("XDEV_TRANSPORT");
+    return tp && *tp ? tp : "auto";
+}
+
+static int shm_alone(const char *tp) { return !strcmp(tp, "auto") || !strcmp(tp, "shm"); }
+
 /* The automatic choice for a long broadcast: the tree when every rank is
  * on this host over shm (where the scatter + ring only copies more), the
  * scatter + ring when ranks talk over a network transport. Told apart by
@@ -50,8 +61,8 @@ static void test_bcast(const char *alg, size_t size, uint64_t seed)
  * blocks along the ring. */
 static void test_bcast_choice(void)
 {
-    const char *tp = getenv("XDEV_TRANSPORT");
-    int one_host = !tp || !strcmp(tp, "auto") || !strcmp(tp, "shm");
+    const char *tp = transport();
+    int one_host = shm_alone(tp);
     size_t size = 64 * KiB;
     xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
     uint8_t *buf = t_malloc(size);
@@ -68,7 +79,7 @@ static void test_bcast_choice(void)
     if (t_rank == t_size - 1) {
         uint64_t want = one_host ? 0 : (uint64_t)t_size - 1;
         CHECK(sent == want, "the last member sent %llu messages in a 64 KiB bcast over %s, want %llu",
-              (unsigned long long)sent, tp ? tp : "auto", (unsigned long long)want);
+              (unsigned long long)sent, tp, (unsigned long long)want);
     }
     free(buf);
     CHECK_RC(xdev_coll_group_free(g));
@@ -83,8 +94,8 @@ static void test_bcast_choice(void)
  * 32 KiB) and still eager, so what was sent is in rank 0's rings. */
 static void test_alltoall_choice(void)
 {
-    const char *tp = getenv("XDEV_TRANSPORT");
-    int one_host = !tp || !strcmp(tp, "auto") || !strcmp(tp, "shm");
+    const char *tp = transport();
+    int one_host = shm_alone(tp);
     size_t blk = 48 * KiB;
     int ctx = t_next_ctx();
     xdev_coll_group_t *g;
