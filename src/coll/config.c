@@ -103,7 +103,7 @@ static int one_host(xdev_t *dev)
  *   bcast     the scatter + ring moves each byte over any one link about
  *             twice, where the tree moves the whole message over log p of
  *             them, but it copies (p - 1) / p of the message more: the
- *             tree took 0.43-0.76 of its time, 64 KiB to 4 MiB;
+ *             tree took 0.23-0.85 of its time, 64 KiB to 4 MiB;
  *   alltoall  pairwise exchange keeps one partner per step, so no link
  *             is flooded, where posting everything at once lets every
  *             copy run as soon as both ends can: at 32 KiB to 1 MiB that
