@@ -15,7 +15,6 @@
  * a get that follows an munmap in the application's order then always
  * sees that munmap's range.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -87,14 +86,25 @@ static void note(xdev_regcache_t *c, uint64_t start, uint64_t end)
     c->nev++;
 }
 
+/* Run as the event thread ends, however it ends: it was the only reader,
+ * so from then on an unmap of a watched range would wait for ever, and one
+ * may come from the thread's own exit (ASan unmaps the large blocks its
+ * quarantine releases there) or from the deregistrations that close runs
+ * next. Closing the uffd ends every such wait. */
+static void close_uffd(void *arg)
+{
+    close(((xdev_regcache_t *)arg)->uffd);
+}
+
 static void *event_thread(void *arg)
 {
     xdev_regcache_t *c = arg;
     struct pollfd pf[2] = { { .fd = c->uffd, .events = POLLIN },
                             { .fd = c->stop_pipe[0], .events = POLLIN } };
+    pthread_cleanup_push(close_uffd, c);
     for (;;) {
-        if (poll(pf, 2, -1) < 0 && errno != EINTR)
-            break;
+        if (poll(pf, 2, -1) < 0) /* EINTR or ENOMEM: both pass */
+            continue;
         if (pf[1].revents)
             break;
         struct uffd_msg m[16];
@@ -110,6 +120,7 @@ static void *event_thread(void *arg)
         pthread_mutex_unlock(&c->ev_lock);
         __atomic_store_n(&c->in_read, 0, __ATOMIC_SEQ_CST);
     }
+    pthread_cleanup_pop(1);
     return NULL;
 }
 
@@ -336,7 +347,9 @@ void xdev_regcache_close(xdev_regcache_t *c)
     if (c->thread_running) {
         if (write(c->stop_pipe[1], "x", 1) != 1)
             pthread_cancel(c->thread);
-        pthread_join(c->thread, NULL);
+        pthread_join(c->thread, NULL); /* it closed the uffd */
+    } else if (c->uffd >= 0) {
+        close(c->uffd);
     }
     while (c->entries) {
         xdev_reg_t *r = c->entries;
@@ -353,8 +366,6 @@ void xdev_regcache_close(xdev_regcache_t *c)
         c->uncached = r->next;
         drop(c, r);
     }
-    if (c->uffd >= 0)
-        close(c->uffd);
     for (int i = 0; i < 2; i++)
         if (c->stop_pipe[i] >= 0)
             close(c->stop_pipe[i]);

@@ -7,13 +7,16 @@
  * munmap + mmap, by free + malloc of large blocks, by madvise(DONTNEED)
  * and by mremap; after each, a get must register anew (a different
  * number), while a get of untouched memory must hit. With the cache off
- * every get registers.
+ * every get registers. And closing the cache never leaves an unmap that
+ * its deregistrations cause waiting for an event nobody reads.
  */
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "regcache.h"
 #include "xdev.h"
 #include "unit_check.h"
@@ -30,10 +33,17 @@ static int fake_reg(void *ctx, void *addr, size_t len, xdev_reg_t *r)
     return XDEV_OK;
 }
 
+static void *unmap_at_dereg; /* set: the next deregistration unmaps it */
+static size_t unmap_len;
+
 static void fake_dereg(void *ctx, xdev_reg_t *r)
 {
     (void)ctx, (void)r;
     live--;
+    if (unmap_at_dereg) { /* as a transport's free may give pages back */
+        munmap(unmap_at_dereg, unmap_len);
+        unmap_at_dereg = NULL;
+    }
 }
 
 static uint64_t use(xdev_regcache_t *c, void *buf, size_t len)
@@ -134,6 +144,44 @@ static void test_off(void)
     CHECK(live == 0);
 }
 
+/* A thread, not a signal handler: the stuck munmap sleeps until a fatal
+ * signal, and this thread's _exit is one. */
+static void *hung(void *arg)
+{
+    (void)arg;
+    sleep(10);
+    fprintf(stderr, "test_regcache: close hung: an unmap during its deregistrations "
+                    "waited for a userfaultfd reader\n");
+    _exit(1);
+}
+
+/* Two ranges registered and watched; the first deregistration at close
+ * unmaps the other one. The event thread is gone by then, so unless the
+ * userfaultfd is closed first the munmap waits for ever. */
+static void test_close_unmaps(void)
+{
+    xdev_regcache_params_t p = { .reg = fake_reg, .dereg = fake_dereg,
+                                 .mode = XDEV_REGCACHE_UFFD };
+    xdev_regcache_t *c;
+    CHECK(xdev_regcache_open(&p, &c) == XDEV_OK);
+    size_t len = 64 * 1024;
+    char *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(a != MAP_FAILED && b != MAP_FAILED);
+    memset(a, 1, len);
+    memset(b, 1, len);
+    CHECK(use(c, a, len) && use(c, b, len));
+    unmap_at_dereg = b;
+    unmap_len = len;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, hung, NULL) == 0);
+    xdev_regcache_close(c);
+    pthread_cancel(t);
+    pthread_join(t, NULL);
+    CHECK(unmap_at_dereg == NULL && live == 0);
+    munmap(a, len);
+}
+
 int main(void)
 {
     test_off();
@@ -154,6 +202,7 @@ int main(void)
     CHECK(hits > 0 && regs > 0);
     xdev_regcache_close(c);
     CHECK(live == 0);
+    test_close_unmaps();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures != 0;
