@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -52,7 +53,12 @@ struct xdev_regcache {
     int in_read;              /* atomic: the thread is reading events */
     pthread_t thread;
     int thread_running;
+    xdev_regcache_t *next_open; /* on open_caches, for the fork handler */
 };
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static xdev_regcache_t *open_caches; /* those that hold a userfaultfd */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 /* ---- the kernel's side: userfaultfd events ---- */
 
@@ -93,7 +99,11 @@ static void note(xdev_regcache_t *c, uint64_t start, uint64_t end)
  * next. Closing the uffd ends every such wait. */
 static void close_uffd(void *arg)
 {
-    close(((xdev_regcache_t *)arg)->uffd);
+    xdev_regcache_t *c = arg;
+    pthread_mutex_lock(&open_lock); /* a fork now must not close it again */
+    close(c->uffd);
+    c->uffd = -1;
+    pthread_mutex_unlock(&open_lock);
 }
 
 static void *event_thread(void *arg)
@@ -105,8 +115,14 @@ static void *event_thread(void *arg)
     for (;;) {
         if (poll(pf, 2, -1) < 0) /* EINTR or ENOMEM: both pass */
             continue;
-        if (pf[1].revents)
+        if (pf[1].revents) {
+            /* Taken, not only seen: reading what close wrote orders its
+             * earlier uses of c->uffd before close_uffd's (as TSan sees). */
+            char stop;
+            ssize_t got = read(c->stop_pipe[0], &stop, 1);
+            (void)got;
             break;
+        }
         struct uffd_msg m[16];
         __atomic_store_n(&c->in_read, 1, __ATOMIC_SEQ_CST);
         ssize_t n = read(c->uffd, m, sizeof m);
@@ -162,14 +178,51 @@ static int uffd_open(void)
     return fd;
 }
 
+/* A child forked without exec would keep its copy of the userfaultfd, and
+ * while it does, closing ours releases nothing: the parent's unmaps of
+ * watched ranges, at close and after it, would wait for a reader that is
+ * gone. Nor may the child's copy of a cache stop the parent's thread
+ * through the pipe they share. So the child lets go of both at once; it
+ * has no event thread, and its copies of the caches do nothing more. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&open_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void fork_child(void)
+{
+    for (xdev_regcache_t *c = open_caches; c; c = c->next_open) {
+        if (c->uffd >= 0)
+            close(c->uffd);
+        for (int i = 0; i < 2; i++)
+            if (c->stop_pipe[i] >= 0)
+                close(c->stop_pipe[i]);
+        c->uffd = c->stop_pipe[0] = c->stop_pipe[1] = -1;
+        c->thread_running = 0;
+    }
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void watch_forks(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static int uffd_start(xdev_regcache_t *c)
 {
+    pthread_once(&fork_once, watch_forks);
+    pthread_mutex_lock(&open_lock); /* a fork sees the fds it must close */
+    c->next_open = open_caches;
+    open_caches = c;
     c->uffd = uffd_open();
-    if (c->uffd < 0)
-        return XDEV_ERR_SYSTEM;
-    if (pipe2(c->stop_pipe, O_CLOEXEC) != 0)
-        return XDEV_ERR_SYSTEM;
-    if (pthread_create(&c->thread, NULL, event_thread, c) != 0)
+    bool opened = c->uffd >= 0 && pipe2(c->stop_pipe, O_CLOEXEC) == 0;
+    pthread_mutex_unlock(&open_lock);
+    if (!opened || pthread_create(&c->thread, NULL, event_thread, c) != 0)
         return XDEV_ERR_SYSTEM;
     c->thread_running = 1;
     return XDEV_OK;
@@ -366,6 +419,13 @@ void xdev_regcache_close(xdev_regcache_t *c)
         c->uncached = r->next;
         drop(c, r);
     }
+    pthread_mutex_lock(&open_lock);
+    for (xdev_regcache_t **pp = &open_caches; *pp; pp = &(*pp)->next_open)
+        if (*pp == c) {
+            *pp = c->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
     for (int i = 0; i < 2; i++)
         if (c->stop_pipe[i] >= 0)
             close(c->stop_pipe[i]);

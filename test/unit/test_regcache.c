@@ -7,8 +7,9 @@
  * munmap + mmap, by free + malloc of large blocks, by madvise(DONTNEED)
  * and by mremap; after each, a get must register anew (a different
  * number), while a get of untouched memory must hit. With the cache off
- * every get registers. And closing the cache never leaves an unmap that
- * its deregistrations cause waiting for an event nobody reads.
+ * every get registers. And no unmap ever waits for an event nobody reads:
+ * not one that close's deregistrations cause, nor one after close while a
+ * child forked from this process lives on.
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "regcache.h"
 #include "xdev.h"
@@ -144,42 +146,90 @@ static void test_off(void)
     CHECK(live == 0);
 }
 
-/* A thread, not a signal handler: the stuck munmap sleeps until a fatal
+/* A thread, not a signal handler: a stuck munmap sleeps until a fatal
  * signal, and this thread's _exit is one. */
-static void *hung(void *arg)
+static void *hung(void *what)
 {
-    (void)arg;
     sleep(10);
-    fprintf(stderr, "test_regcache: close hung: an unmap during its deregistrations "
-                    "waited for a userfaultfd reader\n");
+    fprintf(stderr, "test_regcache: hung: %s waited for a userfaultfd reader\n",
+            (const char *)what);
     _exit(1);
 }
 
-/* Two ranges registered and watched; the first deregistration at close
- * unmaps the other one. The event thread is gone by then, so unless the
- * userfaultfd is closed first the munmap waits for ever. */
-static void test_close_unmaps(void)
+static pthread_t watchdog(const char *what)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, hung, (void *)what) != 0)
+        _exit(1);
+    return t;
+}
+
+static void watchdog_off(pthread_t t)
+{
+    pthread_cancel(t);
+    pthread_join(t, NULL);
+}
+
+/* Two mappings, each registered and so watched, and one use of each. */
+static void two_watched(xdev_regcache_t **c, char **a, char **b, size_t len)
 {
     xdev_regcache_params_t p = { .reg = fake_reg, .dereg = fake_dereg,
                                  .mode = XDEV_REGCACHE_UFFD };
+    CHECK(xdev_regcache_open(&p, c) == XDEV_OK);
+    *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(*a != MAP_FAILED && *b != MAP_FAILED);
+    memset(*a, 1, len);
+    memset(*b, 1, len);
+    CHECK(use(*c, *a, len) && use(*c, *b, len));
+}
+
+/* Close deregisters b's entry first (the newest), and that unmaps a. The
+ * event thread is gone by then, so unless the userfaultfd was closed with
+ * it the munmap waits for ever. */
+static void test_close_unmaps(void)
+{
     xdev_regcache_t *c;
-    CHECK(xdev_regcache_open(&p, &c) == XDEV_OK);
+    char *a, *b;
     size_t len = 64 * 1024;
-    char *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    char *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(a != MAP_FAILED && b != MAP_FAILED);
-    memset(a, 1, len);
-    memset(b, 1, len);
-    CHECK(use(c, a, len) && use(c, b, len));
-    unmap_at_dereg = b;
+    two_watched(&c, &a, &b, len);
+    unmap_at_dereg = a;
     unmap_len = len;
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, hung, NULL) == 0);
+    pthread_t t = watchdog("an unmap in close's deregistrations");
     xdev_regcache_close(c);
-    pthread_cancel(t);
-    pthread_join(t, NULL);
+    watchdog_off(t);
     CHECK(unmap_at_dereg == NULL && live == 0);
+    munmap(b, len);
+}
+
+/* A child forked with the cache open lives on past its close: the parent
+ * then unmaps what it had registered, which must not wait. */
+static void test_fork_child(void)
+{
+    xdev_regcache_t *c;
+    char *a, *b;
+    size_t len = 64 * 1024;
+    two_watched(&c, &a, &b, len);
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t child = fork();
+    if (child == 0) { /* wait for the parent to be done, without exec */
+        char x;
+        close(go[1]);
+        _exit(read(go[0], &x, 1) == 0 ? 0 : 1);
+    }
+    CHECK(child > 0);
+    close(go[0]);
+    pthread_t t = watchdog("an unmap after close, with a forked child alive,");
+    xdev_regcache_close(c);
     munmap(a, len);
+    munmap(b, len);
+    watchdog_off(t);
+    CHECK(live == 0);
+    close(go[1]);
+    int status;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
 }
 
 int main(void)
@@ -203,6 +253,7 @@ int main(void)
     xdev_regcache_close(c);
     CHECK(live == 0);
     test_close_unmaps();
+    test_fork_child();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures != 0;
