@@ -39,6 +39,11 @@
  *  - Thread safety: unless the device was created with XDEV_FLAG_SINGLE_THREAD,
  *    any thread may call any function on it at any time. Calls on different
  *    devices never interfere.
+ *  - fork: a child forked while a device is open must not call anything on
+ *    that device, xdev_finalize included. It may exec, exit or run on
+ *    without it; the parent's device goes on as before, and so do the
+ *    parent's munmaps of buffers it sent or received, also after
+ *    xdev_finalize.
  *  - A peer that dies fails exactly the requests that involve it (sends to
  *    it, receives naming it, receives that had matched one of its messages)
  *    with XDEV_ERR_PEER; the device stays usable for everyone else.

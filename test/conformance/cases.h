@@ -25,5 +25,6 @@ void case_event(void);
 void case_vector(void);
 void case_stats(void);
 void case_handoff(void);
+void case_fork(void);
 
 #endif

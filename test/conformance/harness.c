@@ -18,6 +18,7 @@ int h_rank = -1, h_size = -1;
 size_t h_eager;
 unsigned h_flags;
 const char *h_case = "?";
+void (*h_after_finalize)(void);
 
 /* --- phase and watchdog -------------------------------------------------- */
 
@@ -161,6 +162,8 @@ void h_finalize(void)
     CHECK(rc == XDEV_OK, "xdev_finalize returned %d (%s): a request was left active", rc,
           xdev_strerror(rc));
     h_dev = NULL;
+    if (h_after_finalize)
+        h_after_finalize();
     if (h_rank == 0)
         printf("conformance %s: %d ranks: PASS\n", h_case, h_size);
 }

@@ -35,6 +35,7 @@ extern const char *h_case;
 
 void h_init(const char *casename);
 void h_finalize(void); /* barrier, then xdev_finalize must return XDEV_OK */
+extern void (*h_after_finalize)(void); /* a case's checks once finalized */
 void h_barrier(void);
 
 /* Ring neighbours: every rank sends to h_next() and receives from h_prev(). */

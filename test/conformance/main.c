@@ -30,6 +30,7 @@ static const struct {
     {"stats", case_stats},
     {"event", case_event},
     {"vector", case_vector},
+    {"fork", case_fork},
 };
 
 int main(int argc, char **argv)
