@@ -94,9 +94,9 @@ static void note(xdev_regcache_t *c, uint64_t start, uint64_t end)
 
 /* Run as the event thread ends, however it ends: it was the only reader,
  * so from then on an unmap of a watched range would wait for ever, and one
- * may come from the thread's own exit (ASan unmaps the large blocks its
- * quarantine releases there) or from the deregistrations that close runs
- * next. Closing the uffd ends every such wait. */
+ * may come from the thread's own exit (caught under ASan: its teardown of
+ * the thread unmapped a range once registered) or from the deregistrations
+ * that close runs next. Closing the uffd ends every such wait. */
 static void close_uffd(void *arg)
 {
     xdev_regcache_t *c = arg;
