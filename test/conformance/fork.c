@@ -10,6 +10,7 @@
  * registration cache's userfaultfd, which the child must not keep alive,
  * or the unmaps would wait for a reader that has gone.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -62,6 +63,7 @@ void case_fork(void)
     round_trip(0);
 
     h_phase("fork: forking");
+    fflush(NULL); /* or the child's exit() writes our buffered output again */
     pid_t leaver = fork();
     CHECK(leaver >= 0, "fork");
     if (leaver == 0) {
@@ -84,7 +86,7 @@ void case_fork(void)
         round_trip(r);
         h_sleep_ms(5); /* spread the rounds over the first child's exit */
     }
-    int status;
+    int status = 0;
     CHECK(waitpid(leaver, &status, 0) == leaver && WIFEXITED(status) &&
               WEXITSTATUS(status) == 0,
           "the child that left by exit(): status %#x", status);
@@ -96,7 +98,7 @@ static void after_finalize(void)
     munmap(last_sent, len);
     munmap(last_received, len);
     close(stayer_go);
-    int status;
+    int status = 0;
     CHECK(waitpid(stayer, &status, 0) == stayer && WIFEXITED(status) &&
               WEXITSTATUS(status) == 0,
           "the child that outlived finalize: status %#x", status);
