@@ -2,7 +2,7 @@
 # A rank that comes and goes before its peer maps its segment:
 #   shm_left_early.sh PROGRAM
 # Starts rank 0 alone (shm only, so no bootstrap), stops it once its
-# segment exists (it is then waiting for rank 1's), runs rank 1 to its end,
+# segment is ready (it is then waiting for rank 1's), runs rank 1 to its end,
 # and lets rank 0 go on. PROGRAM (shm_left_early.c) checks the rest; here,
 # that nothing of the job is left in /dev/shm.
 set -u
@@ -12,8 +12,12 @@ export XDEV_TRANSPORT=shm XDEV_SIZE=2 XDEV_JOB_ID=$job XDEV_PEER_TIMEOUT_MS=3000
 export XDEV_JOB_SECRET=left-early-secret-$$
 XDEV_RANK=0 "$prog" &
 zero=$!
+# Ready, not only there: its first bytes are the magic ("XDVSEG1"), which
+# it writes last. Stopped before that, it would make rank 1 wait out its
+# peer timeout for a segment that never became ready, and rank 1 would
+# never map it at all.
 for _ in $(seq 1000); do
-    [ -e /dev/shm/xdev-$job-0 ] && break
+    [ "$(head -c 7 /dev/shm/xdev-$job-0 2>/dev/null)" = XDVSEG1 ] && break
     sleep 0.01
 done
 kill -STOP $zero
