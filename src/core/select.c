@@ -100,9 +100,11 @@ int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const cha
     return len > 0 && (size_t)len < cap ? XDEV_OK : XDEV_ERR_INIT;
 }
 
-/* Wait (bounded) for every rank's host identity; serve_shm[r] says whether
- * rank r shares this host. */
-static int find_local_ranks(xdev_t *d, bool *local)
+/* Wait (bounded) for every rank's host identity; local[r] says whether
+ * rank r shares this host. A rank that publishes none within the peer
+ * timeout died or never started: gone[r] marks it, to be failed like a
+ * peer that a transport gave up on, not to fail this rank's init. */
+static int find_local_ranks(xdev_t *d, bool *local, bool *gone)
 {
     char mine[HOST_ID_MAX], theirs[HOST_ID_MAX];
     host_id(d, mine, sizeof mine);
@@ -115,14 +117,13 @@ static int find_local_ranks(xdev_t *d, bool *local)
     for (int r = 0; r < d->size; r++) {
         if (r == d->rank)
             continue;
-        while ((rc = xdev_boot_lookup(d, r, "host", theirs, sizeof theirs)) == 0) {
-            if (xdev_now_ms() >= deadline)
-                return XDEV_ERR_INIT;
+        while ((rc = xdev_boot_lookup(d, r, "host", theirs, sizeof theirs)) == 0 &&
+               xdev_now_ms() < deadline)
             nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-        }
         if (rc < 0)
             return rc;
-        local[r] = strcmp(mine, theirs) == 0;
+        gone[r] = rc == 0;
+        local[r] = !gone[r] && strcmp(mine, theirs) == 0;
     }
     return XDEV_OK;
 }
@@ -159,12 +160,13 @@ int select_transports(xdev_t *d)
     const char *want = d->cfg.transport;
     bool *shm = calloc((size_t)d->size, sizeof *shm);
     bool *tcp = calloc((size_t)d->size, sizeof *tcp); /* served by the network transport */
-    int rc = shm && tcp ? XDEV_OK : XDEV_ERR_NOMEM;
+    bool *gone = calloc((size_t)d->size, sizeof *gone);
+    int rc = shm && tcp && gone ? XDEV_OK : XDEV_ERR_NOMEM;
     /* With an explicit peer table there is no bootstrap to compare hosts
      * through: auto means tcp to everyone. */
     bool autoselect = !strcmp(want, "auto") && d->size > 1 && !d->cfg.peers;
     if (rc == XDEV_OK && autoselect)
-        rc = find_local_ranks(d, shm);
+        rc = find_local_ranks(d, shm, gone);
     for (int r = 0; rc == XDEV_OK && r < d->size; r++) {
         if (r == d->rank)
             continue;
@@ -201,7 +203,11 @@ int select_transports(xdev_t *d)
      * transport of record for a job of one, where no peer needs it. */
     if (rc == XDEV_OK && (any_tcp || !any_shm))
         rc = open_one(d, net, tcp);
+    for (int r = 0; rc == XDEV_OK && r < d->size; r++)
+        if (gone[r])
+            xdev_core_peer_failed(d, r);
     free(shm);
     free(tcp);
+    free(gone);
     return rc;
 }

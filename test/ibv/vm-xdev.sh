@@ -15,6 +15,7 @@
 #   flood-progress     ... with a progress thread
 #   finalize-active    fault_finalize_active active / clean
 #   finalize-clean
+#   gone-early         test/fault fault_gone_early (a rank gone before init)
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
 #   peer-kill-npN-keepalive  ... noticed by keepalives alone (XDEV_IBV_PIDFD=0,
 #                      as for a peer on another host)
@@ -88,6 +89,9 @@ while read -r t; do
                 "$B/test/fault/fault_finalize_active" active ;;
         finalize-clean)
             run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_finalize_active" clean ;;
+        gone-early)
+            XDEV_PEER_TIMEOUT_MS=2000 run "$t" 150 "$XDEVRUN" --timeout 140 -n 3 \
+                "$B/test/fault/fault_gone_early" ;;
         peer-kill-np*-keepalive)
             np=${t#peer-kill-np}; np=${np%-keepalive}
             XDEV_IBV_PIDFD=0 XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \

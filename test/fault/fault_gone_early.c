@@ -1,0 +1,94 @@
+/*
+ * fault_gone_early.c - a rank that dies before xdev_init does not fail its
+ * peers' init: it is a dead peer like any other.
+ *
+ * Run as `xdevrun -n 3 fault_gone_early` with a short
+ * XDEV_PEER_TIMEOUT_MS. Rank 1 exits 0 at once, before it
+ * publishes anything. Ranks 0 and 2 check that xdev_init succeeds within
+ * the peer timeout and a margin; that a send and a receive naming rank 1
+ * fail with XDEV_ERR_PEER within that bound too; that xdev_peer_state then
+ * says rank 1 is dead; that they still exchange messages (eager and
+ * rendezvous) with each other; and that xdev_finalize succeeds. xdevrun's
+ * exit status is the verdict: 0 only if both passed.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fault_util.h"
+#include "xdev.h"
+
+#define GONE 1
+#define CTX 8
+#define TAG 1
+#define BIG (1u << 20) /* above every transport's eager limit */
+#define SMALL 64
+#define MARGIN_S 10.0
+
+/* A request naming the gone rank fails, within the bound. */
+static void expect_peer_error(xdev_request_t *req, double bound_s, const char *what)
+{
+    xdev_status_t st;
+    int done;
+    CHECK_RC(fault_wait_for(req, &st, bound_s, &done), XDEV_OK);
+    REQUIRE(done, "%s naming the gone rank still pending after %.0f s", what, bound_s);
+    CHECK(st.error == XDEV_ERR_PEER, "%s naming the gone rank: status.error %d, want %d", what,
+          st.error, XDEV_ERR_PEER);
+}
+
+/* Ranks 0 and 2 swap one message of len bytes. */
+static void swap(xdev_t *dev, int other, size_t len, uint32_t seed)
+{
+    unsigned char *out = malloc(len), *in = malloc(len);
+    REQUIRE(out && in, "out of memory");
+    int rank = other == 0 ? 2 : 0;
+    fault_fill(out, len, seed + (uint32_t)rank);
+    xdev_request_t sreq;
+    xdev_status_t st;
+    REQUIRE_RC(xdev_isend(dev, out, len, other, TAG, CTX, &sreq), XDEV_OK);
+    CHECK_RC(xdev_recv(dev, in, len, other, TAG, CTX, &st), XDEV_OK);
+    CHECK(st.count == len, "received %zu bytes of %zu", st.count, len);
+    size_t bad = fault_verify(in, len, seed + (uint32_t)other);
+    CHECK(bad == (size_t)-1, "%zu-byte message: byte %zu is wrong", len, bad);
+    CHECK_RC(xdev_wait(&sreq, &st), XDEV_OK);
+    CHECK(st.error == XDEV_OK, "send of %zu bytes: status.error %d", len, st.error);
+    free(out);
+    free(in);
+}
+
+int main(void)
+{
+    fault_setup("fault_gone_early", 100);
+    const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS");
+    int rank = r ? atoi(r) : 0;
+    if (rank == GONE)
+        _exit(0); /* before xdev_init: its peers never hear of it */
+    double bound_s = (pt ? atoi(pt) : 20000) / 1000.0 + MARGIN_S;
+
+    xdev_t *dev;
+    fault_step("xdev_init");
+    double start = fault_now();
+    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
+    double took = fault_now() - start;
+    CHECK(took < bound_s, "xdev_init took %.1f s, bound %.0f s", took, bound_s);
+
+    fault_step("requests naming the gone rank");
+    char small[SMALL] = { 0 };
+    xdev_request_t req;
+    REQUIRE_RC(xdev_isend(dev, small, sizeof small, GONE, TAG, CTX, &req), XDEV_OK);
+    expect_peer_error(&req, bound_s, "isend");
+    REQUIRE_RC(xdev_irecv(dev, small, sizeof small, GONE, TAG, CTX, &req), XDEV_OK);
+    expect_peer_error(&req, bound_s, "irecv");
+    CHECK(xdev_peer_state(dev, GONE) == XDEV_PEER_DEAD, "xdev_peer_state(gone rank) = %d, want dead",
+          xdev_peer_state(dev, GONE));
+
+    fault_step("traffic between the others");
+    int other = rank == 0 ? 2 : 0;
+    swap(dev, other, SMALL, 100);
+    swap(dev, other, BIG, 200);
+    CHECK(xdev_peer_state(dev, other) == XDEV_PEER_ALIVE, "xdev_peer_state(%d) = %d, want alive",
+          other, xdev_peer_state(dev, other));
+
+    fault_step("xdev_finalize");
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    return fault_finish();
+}
