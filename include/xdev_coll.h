@@ -172,10 +172,10 @@ XDEV_API int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ct
                            xdev_coll_group_t **grp);
 
 /*
- * Free a group (NULL is accepted). Completes the group's own failure-notice
- * receive with a message to itself, so it must be called before
- * xdev_finalize. Not to be called while a collective on the group runs.
- * Returns XDEV_OK, or the error of that self-message.
+ * Free a group (NULL is accepted). Cancels the group's own failure-notice
+ * receive (xdev_cancel), so it must be called before xdev_finalize. Not to
+ * be called while a collective on the group runs. Returns XDEV_OK, or the
+ * error of reaping that receive.
  */
 XDEV_API int xdev_coll_group_free(xdev_coll_group_t *grp);
 
