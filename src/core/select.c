@@ -174,15 +174,18 @@ int select_transports(xdev_t *d)
             shm[r] = true;
         tcp[r] = !shm[r];
     }
-    bool any_shm = false, any_tcp = false;
+    bool any_shm = false, any_tcp = false, any_live_remote = false;
     for (int r = 0; r < d->size; r++) {
         any_shm |= shm[r];
         any_tcp |= tcp[r];
+        any_live_remote |= tcp[r] && !gone[r];
     }
+    /* A gone rank alone does not bring up a fast network's device: plain
+     * tcp holds its place. */
     const xdev_tp_ops_t *net = &xdev_tcp_ops;
     if (strcmp(want, "auto") && strcmp(want, "shm"))
         net = transport_find(want);
-    else if (autoselect && any_tcp)
+    else if (autoselect && any_live_remote)
         net = auto_network(d);
     if (rc == XDEV_OK && net && net->carries_self)
         tcp[d->rank] = true;
@@ -203,9 +206,15 @@ int select_transports(xdev_t *d)
      * transport of record for a job of one, where no peer needs it. */
     if (rc == XDEV_OK && (any_tcp || !any_shm))
         rc = open_one(d, net, tcp);
-    for (int r = 0; rc == XDEV_OK && r < d->size; r++)
-        if (gone[r])
-            xdev_core_peer_failed(d, r);
+    for (int r = 0; rc == XDEV_OK && r < d->size; r++) {
+        if (!gone[r])
+            continue;
+        /* Cut before its first message: should it turn up late after all,
+         * nothing it sends is taken (the core refuses it, and the
+         * transport drops the link), as for any rank found dead. */
+        d->peers[r].cut = 1;
+        xdev_core_peer_failed(d, r);
+    }
     free(shm);
     free(tcp);
     free(gone);

@@ -8,10 +8,19 @@
  * the peer timeout and a margin; that a send and a receive naming rank 1
  * fail with XDEV_ERR_PEER within that bound too; that xdev_peer_state then
  * says rank 1 is dead; that they still exchange messages (eager and
- * rendezvous) with each other; and that xdev_finalize succeeds. xdevrun's
- * exit status is the verdict: 0 only if both passed.
+ * rendezvous) with each other; and that xdev_finalize succeeds. Under
+ * auto, rank 1 must be dead to them as soon as xdev_init returns.
+ *
+ * Arguments: "hosts" makes each rank a host of its own (XDEV_HOST_ID), so
+ * auto serves every peer over the network; "late" keeps rank 1 alive but
+ * starts it a second after the peer timeout: it then sends each survivor
+ * a message, which must never reach them. xdevrun's exit status is the
+ * verdict: 0 only if every rank passed.
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fault_util.h"
@@ -55,14 +64,64 @@ static void swap(xdev_t *dev, int other, size_t len, uint32_t seed)
     free(in);
 }
 
-int main(void)
+/* The late rank: its messages to the others must go nowhere. Whether its
+ * sends complete or fail depends on how fast a survivor drops the link. */
+static int late_rank(double timeout_s)
+{
+    fault_sleep_ms((int)((timeout_s + 1.0) * 1000));
+    xdev_t *dev;
+    fault_step("late xdev_init");
+    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
+    char small[SMALL] = { 0 };
+    xdev_request_t req[2];
+    for (int i = 0; i < 2; i++)
+        REQUIRE_RC(xdev_isend(dev, small, sizeof small, i * 2, TAG, CTX, &req[i]), XDEV_OK);
+    for (int i = 0; i < 2; i++) {
+        xdev_status_t st;
+        int done;
+        CHECK_RC(fault_wait_for(&req[i], &st, timeout_s + MARGIN_S, &done), XDEV_OK);
+        CHECK(done && (st.error == XDEV_OK || st.error == XDEV_ERR_PEER),
+              "late send to %d: done %d, status.error %d", i * 2, done, st.error);
+    }
+    xdev_finalize(dev); /* its peers have (or will have) dropped it */
+    return fault_finish();
+}
+
+/* Nothing from the late rank arrives until it has surely sent. */
+static void nothing_from_late(xdev_t *dev, double until)
+{
+    while (fault_now() < until) {
+        int found;
+        xdev_status_t st;
+        CHECK_RC(xdev_iprobe(dev, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &found, &st), XDEV_OK);
+        CHECK(!found || st.source != GONE, "a message from the rank found dead came through");
+        if (found && st.source == GONE)
+            return;
+        fault_sleep_ms(1);
+    }
+}
+
+int main(int argc, char **argv)
 {
     fault_setup("fault_gone_early", 100);
-    const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS");
+    double t0 = fault_now();
+    const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS"), *tr = getenv("XDEV_TRANSPORT");
     int rank = r ? atoi(r) : 0;
+    bool hosts = false, late = false;
+    for (int i = 1; i < argc; i++) {
+        hosts |= !strcmp(argv[i], "hosts");
+        late |= !strcmp(argv[i], "late");
+    }
+    double timeout_s = (pt ? atoi(pt) : 20000) / 1000.0, bound_s = timeout_s + MARGIN_S;
+    if (hosts) {
+        char id[32];
+        snprintf(id, sizeof id, "host-%d", rank);
+        setenv("XDEV_HOST_ID", id, 1);
+    }
+    if (rank == GONE && late)
+        return late_rank(timeout_s);
     if (rank == GONE)
         _exit(0); /* before xdev_init: its peers never hear of it */
-    double bound_s = (pt ? atoi(pt) : 20000) / 1000.0 + MARGIN_S;
 
     xdev_t *dev;
     fault_step("xdev_init");
@@ -70,6 +129,10 @@ int main(void)
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
     double took = fault_now() - start;
     CHECK(took < bound_s, "xdev_init took %.1f s, bound %.0f s", took, bound_s);
+    if (!tr || !strcmp(tr, "auto"))
+        CHECK(xdev_peer_state(dev, GONE) == XDEV_PEER_DEAD,
+              "under auto, xdev_peer_state(gone rank) = %d after init, want dead",
+              xdev_peer_state(dev, GONE));
 
     fault_step("requests naming the gone rank");
     char small[SMALL] = { 0 };
@@ -89,6 +152,10 @@ int main(void)
     CHECK(xdev_peer_state(dev, other) == XDEV_PEER_ALIVE, "xdev_peer_state(%d) = %d, want alive",
           other, xdev_peer_state(dev, other));
     swap(dev, other, BIG, 200);
+    if (late) {
+        fault_step("watching for the late rank's messages");
+        nothing_from_late(dev, t0 + timeout_s + 4.0);
+    }
 
     fault_step("xdev_finalize");
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
