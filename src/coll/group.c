@@ -65,9 +65,11 @@ int xdev_coll_group_free(xdev_coll_group_t *g)
     if (!g) return XDEV_OK;
     int rc = XDEV_OK;
     if (!g->watch_done) {
-        /* Too late means a notice came: the receive completes either way. */
+        /* Too late means a notice came: the receive completes either way.
+         * A wakeup must not end the wait: g holds the request. */
         xdev_cancel(&g->watch);
-        rc = xdev_wait(&g->watch, NULL);
+        while ((rc = xdev_wait(&g->watch, NULL)) == XDEV_ERR_WOKEN)
+            ;
     }
     free(g->ranks);
     free(g->reqs);
