@@ -11,6 +11,8 @@
 # "random kill MODE: R runs, F failed" and exits 1 if any failed.
 set -u
 xdevrun=$1 prog=$2 mode=$3 seconds=$4 np_min=${5:-3} np_max=${6:-6}
+# stop: a victim stopped for 3 s (even before its xdev_init) must not be
+# taken for dead, so a timeout set by hand must stay well above that.
 if [ "$mode" = kill ]; then
     export XDEV_PEER_TIMEOUT_MS=${XDEV_PEER_TIMEOUT_MS:-3000}
 else
