@@ -175,7 +175,7 @@ int select_transports(xdev_t *d)
         tcp[r] = !shm[r];
     }
     bool any_shm = false, any_tcp = false, any_live_remote = false;
-    for (int r = 0; r < d->size; r++) {
+    for (int r = 0; rc == XDEV_OK && r < d->size; r++) {
         any_shm |= shm[r];
         any_tcp |= tcp[r];
         any_live_remote |= tcp[r] && !gone[r];
