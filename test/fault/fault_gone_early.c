@@ -2,9 +2,9 @@
  * fault_gone_early.c - a rank that dies before xdev_init does not fail its
  * peers' init: it is a dead peer like any other.
  *
- * Run as `xdevrun -n 3 fault_gone_early` with a short
- * XDEV_PEER_TIMEOUT_MS. Rank 1 exits 0 at once, before it
- * publishes anything. Ranks 0 and 2 check that xdev_init succeeds within
+ * Run as `xdevrun -n 3 fault_gone_early [hosts] [late]` with a short
+ * XDEV_PEER_TIMEOUT_MS. Rank 1 exits 0 at once, before it publishes
+ * anything. Ranks 0 and 2 check that xdev_init succeeds within
  * the peer timeout and a margin; that a send and a receive naming rank 1
  * fail with XDEV_ERR_PEER within that bound too; that xdev_peer_state then
  * says rank 1 is dead; that they still exchange messages (eager and
@@ -105,7 +105,8 @@ int main(int argc, char **argv)
 {
     fault_setup("fault_gone_early", 100);
     double t0 = fault_now();
-    const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS"), *tr = getenv("XDEV_TRANSPORT");
+    const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS");
+    const char *tr = getenv("XDEV_TRANSPORT");
     int rank = r ? atoi(r) : 0;
     bool hosts = false, late = false;
     for (int i = 1; i < argc; i++) {
@@ -141,8 +142,8 @@ int main(int argc, char **argv)
     expect_peer_error(&req, bound_s, "isend");
     REQUIRE_RC(xdev_irecv(dev, small, sizeof small, GONE, TAG, CTX, &req), XDEV_OK);
     expect_peer_error(&req, bound_s, "irecv");
-    CHECK(xdev_peer_state(dev, GONE) == XDEV_PEER_DEAD, "xdev_peer_state(gone rank) = %d, want dead",
-          xdev_peer_state(dev, GONE));
+    CHECK(xdev_peer_state(dev, GONE) == XDEV_PEER_DEAD,
+          "xdev_peer_state(gone rank) = %d, want dead", xdev_peer_state(dev, GONE));
 
     fault_step("traffic between the others");
     int other = rank == 0 ? 2 : 0;
