@@ -5,9 +5,10 @@
  * tcp_io.c (framing, reading into place, writing queues).
  *
  * One connection per pair of ranks, made on first use. When two ranks dial
- * each other at once, the connection dialed by the lower rank wins; no data
- * moves before the handshake has settled that, so nothing is ever sent on a
- * connection that is then dropped.
+ * each other at once, the connection dialed by the lower rank wins, unless
+ * the other dial has already sent its PROOF; no data moves before the
+ * handshake has settled that (a dialer waits for the acceptor's OPENED),
+ * so nothing is ever sent on a connection that is then dropped.
  *
  * A frame on the wire is an 8-byte little-endian length (of what follows),
  * then the xdev head (wire.h), then the payload.
@@ -25,6 +26,7 @@
 #define TCP_HELLO_BYTES 40
 #define TCP_REPLY_BYTES 32
 #define TCP_PROOF_BYTES 16
+#define TCP_OPENED_BYTES 4
 #define TCP_AUTH_TIMEOUT_MS 3000
 #define TCP_REDIAL_MS 20
 
@@ -33,6 +35,7 @@ enum conn_state {
     CONN_HELLO_SENT, /* waiting for the acceptor's verdict */
     CONN_AUTH_WAIT,  /* accepted; waiting for the dialer's HELLO */
     CONN_PROOF_WAIT, /* HELLO answered; waiting for the dialer's PROOF */
+    CONN_PROOF_SENT, /* waiting for the acceptor to say it opened its end */
     CONN_OPEN,
     CONN_CLOSED,     /* closed; freed at the end of this progress call */
 };
@@ -53,7 +56,7 @@ typedef struct tcp_conn {
     uint64_t deadline_ms;  /* AUTH_WAIT, PROOF_WAIT: drop it after this */
     uint64_t nonce;        /* ours, which the other side's MAC must cover */
     uint64_t peer_nonce;   /* PROOF_WAIT: the dialer's */
-    size_t peer_eager;     /* PROOF_WAIT: the dialer's eager limit */
+    size_t peer_eager;     /* PROOF_WAIT, PROOF_SENT: the peer's eager limit */
     uint8_t hs[TCP_HELLO_BYTES];
     size_t hs_have;
     uint8_t *stage;        /* bytes read ahead of the current frame */

@@ -5,20 +5,27 @@
  * the job secret with a MAC over a nonce the other side has just drawn, so
  * a handshake recorded on the wire and played again proves nothing; and no
  * byte goes to anyone who has not shown a MAC under the secret first.
- *   dialer -> acceptor  HELLO, 40 bytes: "XDV2", src rank, dst rank, 0,
+ *   dialer -> acceptor  HELLO, 40 bytes: "XDV3", src rank, dst rank, 0,
  *                       eager limit (u64), dialer's nonce Nd (u64), MAC of
- *                       the first 32
+ *                       the first 32 (the 3 is this handshake's version: a
+ *                       dialer of another is a stranger)
  *   acceptor -> dialer  REPLY, 32 bytes: "XDVB", verdict (1 accept, 0 lost
  *                       a simultaneous dial), eager limit (u64), acceptor's
  *                       nonce Na (u64), MAC of the first 24 bytes and Nd
  *   dialer -> acceptor  PROOF, 16 bytes (after an accepting REPLY only):
  *                       "XDVP", src rank, MAC of those 8 bytes, Na and Nd
- * The acceptor opens the connection only on a good PROOF. A replayed HELLO
- * draws a REPLY whose fresh Na no recorded PROOF answers; an acceptor that
- * reads anything else, or not all of it within TCP_AUTH_TIMEOUT_MS of the
- * accept, closes the connection without a word more. (Bytes after the
- * handshake are not authenticated: injecting into an open TCP stream needs
- * more than reading loopback, and is out of this transport's reach.)
+ *   acceptor -> dialer  OPENED, 4 bytes: "XDVO" (after a good PROOF only)
+ * The acceptor opens the connection only on a good PROOF, the dialer only
+ * on OPENED. A replayed HELLO draws a REPLY whose fresh Na no recorded
+ * PROOF answers; an acceptor that reads anything else, or not all of it
+ * within TCP_AUTH_TIMEOUT_MS (of the accept for HELLO, of its REPLY for
+ * PROOF), closes the connection without a word more. That timeout also
+ * ends honest handshakes whose dialer was stopped or starved for seconds:
+ * OPENED is why that costs the dialer a redial, where opening on its own
+ * PROOF had it send into a closed connection and take a live peer for
+ * dead. (Bytes after the handshake are not authenticated: injecting into
+ * an open TCP stream needs more than reading loopback, and is out of this
+ * transport's reach.)
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,9 +36,10 @@
 #include <unistd.h>
 #include "tcp.h"
 
-#define HELLO_MAGIC 0x32564458u /* "XDV2" */
+#define HELLO_MAGIC 0x33564458u /* "XDV3" */
 #define REPLY_MAGIC 0x42564458u /* "XDVB" */
 #define PROOF_MAGIC 0x50564458u /* "XDVP" */
+#define OPENED_MAGIC 0x4f564458u /* "XDVO" */
 
 static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
 {
@@ -144,8 +152,7 @@ static void peer_fail(xdev_tp_t *tp, int peer)
 static void conn_open(xdev_tp_t *tp, tcp_conn_t *c, size_t peer_eager_limit)
 {
     tcp_peer_t *p = &tp->peers[c->peer];
-    c->stage = malloc(TCP_STAGE_BYTES);
-    if (!c->stage) {
+    if (!c->stage && !(c->stage = malloc(TCP_STAGE_BYTES))) { /* acceptors have it */
         peer_fail(tp, c->peer);
         return;
     }
@@ -292,11 +299,14 @@ static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t dialer_nonce, bool acce
     }
     c->state = CONN_PROOF_WAIT;
     c->hs_have = 0;
+    /* From now: an acceptor that sat stopped past the HELLO's deadline
+     * must still give the dialer its time to answer. */
+    c->deadline_ms = xdev_now_ms() + TCP_AUTH_TIMEOUT_MS;
 }
 
 /* A dialer's HELLO is in: check it, then settle who keeps which connection.
- * Accepting commits us: the dialer opens its end as soon as it has sent
- * its PROOF, so a good PROOF must open ours. */
+ * A dial of ours that has sent its PROOF is committed (the peer may have
+ * opened it already), so it keeps the pair whatever the ranks. */
 static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
 {
     const uint8_t *h = c->hs;
@@ -309,7 +319,7 @@ static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
     }
     tcp_peer_t *p = &tp->peers[src];
     uint64_t nonce = xdev_get_le64(h + 24);
-    bool ours_wins = p->dialing && tp->rank < (int)src;
+    bool ours_wins = p->dialing && (tp->rank < (int)src || p->dialing->state == CONN_PROOF_SENT);
     if (p->dead || p->conn || tp->shutting_down || ours_wins) {
         reply(tp, c, nonce, false);
         return;
@@ -333,10 +343,18 @@ static void on_proof(xdev_tp_t *tp, tcp_conn_t *c)
         return;
     }
     /* Another connection to this peer in the meantime cannot come from a
-     * live peer that dials one at a time and loses every simultaneous dial
-     * to us; should it happen, the newer one goes. */
+     * live peer, which dials one at a time and gives way to a dial of ours
+     * in flight; should it happen, the newer one goes. */
     if (p->dead || p->conn || tp->shutting_down) {
         tcp_conn_free(tp, c);
+        return;
+    }
+    /* The dialer opens on OPENED: nothing may fail after it is out. */
+    c->stage = malloc(TCP_STAGE_BYTES);
+    uint8_t opened[TCP_OPENED_BYTES];
+    xdev_put_le32(opened, OPENED_MAGIC);
+    if (!c->stage || !write_all(c->fd, opened, sizeof opened)) {
+        tcp_conn_free(tp, c); /* the dialer dials again */
         return;
     }
     tp->nauth--;
@@ -366,7 +384,19 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
         tcp_conn_lost(tp, c);
         return;
     }
-    conn_open(tp, c, (size_t)xdev_get_le64(r + 8));
+    c->state = CONN_PROOF_SENT;
+    c->hs_have = 0;
+    c->peer_eager = (size_t)xdev_get_le64(r + 8);
+}
+
+/* The acceptor has opened its end; data may follow at once. */
+static void on_opened(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    if (xdev_get_le32(c->hs) != OPENED_MAGIC) {
+        tcp_conn_lost(tp, c);
+        return;
+    }
+    conn_open(tp, c, c->peer_eager);
 }
 
 void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
@@ -397,6 +427,10 @@ void tcp_conn_event(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
     case CONN_PROOF_WAIT:
         if (read_handshake(tp, c, TCP_PROOF_BYTES))
             on_proof(tp, c);
+        break;
+    case CONN_PROOF_SENT:
+        if (read_handshake(tp, c, TCP_OPENED_BYTES))
+            on_opened(tp, c);
         break;
     case CONN_OPEN:
         if (events & EPOLLOUT)

@@ -33,7 +33,7 @@
 
 #define CTX 7
 #define NMSG 200
-#define HELLO_MAGIC 0x32564458u /* "XDV2" */
+#define HELLO_MAGIC 0x33564458u /* "XDV3" */
 #define REPLY_MAGIC 0x42564458u /* "XDVB" */
 #define PROOF_MAGIC 0x50564458u /* "XDVP" */
 #define CLOSE_BOUND_S 6.0       /* the acceptor's handshake timeout is 3 s */

@@ -1,21 +1,29 @@
 /*
  * fuzz_tcp_handshake.c - the tcp handshake's readers (tcp_conn_event in
  * CONN_AUTH_WAIT and CONN_PROOF_WAIT: on_hello, on_proof; in
- * CONN_HELLO_SENT: on_reply) on any bytes from the other end.
+ * CONN_HELLO_SENT and CONN_PROOF_SENT: on_reply, on_opened) on any bytes
+ * from the other end.
  *
  * The handshake is the only thing between a listening rank and a
  * stranger, so what it promises (tcp_conn.c) is checked against the
  * message format, not against the code: a stranger's HELLO gets no byte
  * back and opens nothing; a good HELLO gets a REPLY whose MAC covers our
- * nonce and its own; the connection opens exactly when the PROOF names the
- * HELLO's rank and carries the right MAC; a dialer answers only a REPLY
- * made with the job secret, with a correct PROOF, and takes the peer's
- * eager limit from it. A fuzzer cannot guess a 64-bit MAC, so the first
+ * nonce and its own; the connection opens, and OPENED goes back, exactly
+ * when the PROOF names the HELLO's rank and carries the right MAC; a
+ * dialer answers only a REPLY made with the job secret, with a correct
+ * PROOF, opens only on OPENED after it, and takes the peer's eager limit
+ * from the REPLY; whatever the acceptor sends, a dialer never takes it
+ * for dead before the connection opened. A fuzzer cannot guess a 64-bit MAC, so the first
  * input byte may ask the target to sign the first message, the PROOF, or
  * both with the secret, which lets the fuzzer reach everything behind the
  * MAC checks, and also offer a good HELLO followed by a forged PROOF.
- *   input: [mode: bit 0 dialer, bit 1 sign HELLO or REPLY, bit 2 sign PROOF]
- *          [HELLO 40 | REPLY 32] [PROOF 16]
+ * Two more bits give the acceptor a dial of its own to the HELLO's sender,
+ * in flight or past its PROOF, so that the verdict on a simultaneous dial
+ * is checked too; a dialer is sent the rest of the input right behind
+ * OPENED, which must stay in the socket for the open connection to read.
+ *   input: [mode: bit 0 dialer, bit 1 sign HELLO or REPLY, bit 2 sign PROOF,
+ *           bit 3 acceptor dialing the sender too, bit 4 that dial has sent
+ *           its PROOF] [HELLO 40 | REPLY 32] [PROOF 16 | OPENED 4] [rest]
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -24,10 +32,11 @@
 #include "tcp.h"
 
 enum { ME = 1, SIZE = 4, DIALED = 0 };
-enum { MODE_DIALER = 1, MODE_SIGN = 2, MODE_SIGN_PROOF = 4 };
-#define HELLO_MAGIC 0x32564458u
+enum { MODE_DIALER = 1, MODE_SIGN = 2, MODE_SIGN_PROOF = 4, MODE_OURS = 8, MODE_OURS_PROVEN = 16 };
+#define HELLO_MAGIC 0x33564458u
 #define REPLY_MAGIC 0x42564458u
 #define PROOF_MAGIC 0x50564458u
+#define OPENED_MAGIC 0x4f564458u
 #define DIALER_NONCE 0x0123456789abcdefull
 
 static const uint8_t *in;
@@ -92,11 +101,33 @@ static void pump(xdev_tp_t *tp, tcp_conn_t *c)
         tcp_conn_event(tp, c, EPOLLIN);
 }
 
-static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign, bool proof_signed)
+/* A dial of ours to the rank the coming HELLO names, in the state asked. */
+static tcp_conn_t *our_dial(xdev_tp_t *tp, tcp_conn_t *c, uint8_t mode)
+{
+    uint32_t src = in_left >= 8 ? xdev_get_le32(in + 4) : SIZE;
+    if (!(mode & MODE_OURS) || src >= SIZE || src == ME)
+        return NULL;
+    tcp_conn_t *ours = calloc(1, sizeof *ours);
+    FUZZ_CHECK(ours);
+    ours->fd = -1;
+    ours->peer = (int)src;
+    ours->state = mode & MODE_OURS_PROVEN ? CONN_PROOF_SENT : CONN_HELLO_SENT;
+    ours->next = c->next;
+    c->next = ours;
+    tp->peers[src].dialing = ours;
+    tp->peers[src].wanted = true;
+    tp->nwanting = 1;
+    return ours;
+}
+
+static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, uint8_t mode)
 {
     xdev_t *d = tp->dev;
     uint8_t h[TCP_HELLO_BYTES], r[TCP_REPLY_BYTES + 1], p[TCP_PROOF_BYTES];
-    size_t got = send_next(fd, h, sizeof h, sign, d, sign_hello);
+    uint8_t o[TCP_OPENED_BYTES + 1];
+    tcp_conn_t *ours = our_dial(tp, c, mode);
+    bool ours_proven = ours && ours->state == CONN_PROOF_SENT;
+    size_t got = send_next(fd, h, sizeof h, mode & MODE_SIGN, d, sign_hello);
     pump(tp, c);
     uint32_t src = xdev_get_le32(h + 4);
     bool hello_ok = got == sizeof h && xdev_get_le32(h) == HELLO_MAGIC &&
@@ -109,16 +140,24 @@ static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign, bool pr
     }
     nd = xdev_get_le64(h + 24);
     na = xdev_get_le64(r + 16);
+    /* The lower rank's dial wins, and a dial past its PROOF always. */
+    bool accepted = !ours || ((int)src < ME && !ours_proven);
     FUZZ_CHECK(n == TCP_REPLY_BYTES && xdev_get_le32(r) == REPLY_MAGIC &&
-               xdev_get_le32(r + 4) == 1 && xdev_get_le64(r + 8) == tp->eager_limit &&
+               xdev_get_le32(r + 4) == (accepted ? 1u : 0u) &&
+               xdev_get_le64(r + 8) == tp->eager_limit &&
                xdev_get_le64(r + 24) == reply_mac(d, r, nd));
-    FUZZ_CHECK(c->state == CONN_PROOF_WAIT);
+    if (!accepted) {
+        FUZZ_CHECK(c->state == CONN_CLOSED && tp->peers[src].dialing == ours);
+        return;
+    }
+    FUZZ_CHECK(c->state == CONN_PROOF_WAIT && !tp->peers[src].dialing);
 
-    got = send_next(fd, p, sizeof p, proof_signed, d, sign_proof);
+    got = send_next(fd, p, sizeof p, mode & MODE_SIGN_PROOF, d, sign_proof);
     pump(tp, c);
     bool proof_ok = got == sizeof p && xdev_get_le32(p) == PROOF_MAGIC &&
                     xdev_get_le32(p + 4) == src && xdev_get_le64(p + 8) == proof_mac(d, p, na, nd);
-    FUZZ_CHECK(take(fd, r, sizeof r) == 0);
+    n = take(fd, o, sizeof o);
+    FUZZ_CHECK(proof_ok ? n == TCP_OPENED_BYTES && xdev_get_le32(o) == OPENED_MAGIC : n == 0);
     FUZZ_CHECK((tp->peers[src].conn == c) == proof_ok);
     FUZZ_CHECK((c->state == CONN_OPEN) == proof_ok);
     if (proof_ok)
@@ -128,7 +167,7 @@ static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign, bool pr
 static void dial_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign)
 {
     xdev_t *d = tp->dev;
-    uint8_t r[TCP_REPLY_BYTES], p[TCP_PROOF_BYTES + 1];
+    uint8_t r[TCP_REPLY_BYTES], p[TCP_PROOF_BYTES + 1], o[TCP_OPENED_BYTES];
     c->state = CONN_HELLO_SENT;
     c->peer = DIALED;
     c->nonce = DIALER_NONCE;
@@ -149,8 +188,26 @@ static void dial_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign)
     nd = DIALER_NONCE;
     FUZZ_CHECK(n == TCP_PROOF_BYTES && xdev_get_le32(p) == PROOF_MAGIC &&
                xdev_get_le32(p + 4) == ME && xdev_get_le64(p + 8) == proof_mac(d, p, na, nd));
-    FUZZ_CHECK(c->state == CONN_OPEN && tp->peers[DIALED].conn == c);
-    FUZZ_CHECK(d->peers[DIALED].eager_limit == (size_t)xdev_get_le64(r + 8));
+    FUZZ_CHECK(c->state == CONN_PROOF_SENT && !tp->peers[DIALED].conn);
+
+    got = send_next(fd, o, sizeof o, false, d, NULL);
+    size_t rest = in_left < 64 ? in_left : 64;
+    FUZZ_CHECK(!rest || write(fd, in, rest) == (ssize_t)rest);
+    pump(tp, c);
+    bool opened_ok = got == sizeof o && xdev_get_le32(o) == OPENED_MAGIC;
+    FUZZ_CHECK(take(fd, p, sizeof p) == 0);
+    if (opened_ok) { /* what came behind OPENED is the open connection's */
+        uint8_t peek[64];
+        ssize_t k = recv(c->fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+        FUZZ_CHECK((size_t)(k < 0 ? 0 : k) == rest);
+    }
+    FUZZ_CHECK(!tp->peers[DIALED].dead && !d->peers[DIALED].dead);
+    FUZZ_CHECK((c->state == CONN_OPEN) == opened_ok);
+    FUZZ_CHECK((tp->peers[DIALED].conn == c) == opened_ok);
+    if (opened_ok)
+        FUZZ_CHECK(d->peers[DIALED].eager_limit == (size_t)xdev_get_le64(r + 8));
+    else
+        FUZZ_CHECK(c->state == CONN_CLOSED && tp->peers[DIALED].wanted);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -190,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tp->nauth = 0;
         dial_side(tp, c, sv[1], data[0] & MODE_SIGN);
     } else {
-        accept_side(tp, c, sv[1], data[0] & MODE_SIGN, data[0] & MODE_SIGN_PROOF);
+        accept_side(tp, c, sv[1], data[0]);
     }
 
     xdev_tcp_ops.close(tp);

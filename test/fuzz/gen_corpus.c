@@ -94,8 +94,8 @@ static void tcp_frame_seeds(void)
 
 static void handshake_seeds(void)
 {
-    uint8_t h[1 + 40 + 16] = { 2 | 4 }, r[1 + 32] = { 3 };
-    xdev_put_le32(h + 1, 0x32564458u); /* HELLO "XDV2" from rank 0 to rank 1 */
+    uint8_t h[1 + 40 + 16] = { 2 | 4 }, r[1 + 32 + 4 + 8] = { 3 };
+    xdev_put_le32(h + 1, 0x33564458u); /* HELLO "XDV3" from rank 0 to rank 1 */
     xdev_put_le32(h + 5, 0);
     xdev_put_le32(h + 9, 1);
     xdev_put_le64(h + 17, 65536);
@@ -103,12 +103,18 @@ static void handshake_seeds(void)
     xdev_put_le32(h + 41, 0x50564458u); /* PROOF "XDVP" from rank 0 */
     xdev_put_le32(h + 45, 0);
     put("tcp_handshake", "accept-signed", h, sizeof h);
+    h[0] = 2 | 4 | 8; /* the acceptor dials rank 0 too: rank 0's dial wins */
+    put("tcp_handshake", "accept-both-dialing", h, sizeof h);
+    h[0] = 2 | 4 | 8 | 16; /* ... unless the acceptor's has sent its PROOF */
+    put("tcp_handshake", "accept-both-dialing-proven", h, sizeof h);
     h[0] = 0;
     put("tcp_handshake", "accept-unsigned", h, sizeof h);
     xdev_put_le32(r + 1, 0x42564458u); /* REPLY "XDVB", accepting */
     xdev_put_le32(r + 5, 1);
     xdev_put_le64(r + 9, 65536);
     xdev_put_le64(r + 17, 0x2222);
+    xdev_put_le32(r + 33, 0x4f564458u); /* OPENED "XDVO", then a frame's length */
+    xdev_put_le64(r + 37, 20);
     put("tcp_handshake", "dial-signed", r, sizeof r);
     xdev_put_le32(r + 5, 0);
     put("tcp_handshake", "dial-refused", r, sizeof r);
