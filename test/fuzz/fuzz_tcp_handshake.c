@@ -32,7 +32,13 @@
 #include "tcp.h"
 
 enum { ME = 1, SIZE = 4, DIALED = 0 };
-enum { MODE_DIALER = 1, MODE_SIGN = 2, MODE_SIGN_PROOF = 4, MODE_OURS = 8, MODE_OURS_PROVEN = 16 };
+enum {
+    MODE_DIALER = 1,
+    MODE_SIGN = 2,
+    MODE_SIGN_PROOF = 4,
+    MODE_OURS = 8,
+    MODE_OURS_PROVEN = 16,
+};
 #define HELLO_MAGIC 0x33564458u
 #define REPLY_MAGIC 0x42564458u
 #define PROOF_MAGIC 0x50564458u
