@@ -317,10 +317,10 @@ static int tcp_shutdown(xdev_tp_t *tp)
     tcp_conn_t *next;
     for (tcp_conn_t *c = tp->conns; c; c = next) {
         next = c->next;
-        if (c->state == CONN_PROOF_SENT) {
+        if (c->state == CONN_PROOF_SENT)
             continue; /* the peer may have opened it: opened, it is shut
                        * down like the rest (tcp_flush), or lost */
-        } else if (c->state != CONN_OPEN) {
+        if (c->state != CONN_OPEN) {
             tcp_conn_free(tp, c);
         } else if (!c->wr_closed && !tp->peers[c->peer].txq.head) {
             shutdown(c->fd, SHUT_WR);

@@ -149,13 +149,11 @@ static void peer_fail(xdev_tp_t *tp, int peer)
     xdev_core_peer_failed(tp->dev, peer);
 }
 
+/* Cannot fail: each side allocates c->stage before the message that lets
+ * the other side open (PROOF, OPENED), and gives up the handshake instead. */
 static void conn_open(xdev_tp_t *tp, tcp_conn_t *c, size_t peer_eager_limit)
 {
     tcp_peer_t *p = &tp->peers[c->peer];
-    if (!c->stage && !(c->stage = malloc(TCP_STAGE_BYTES))) { /* acceptors have it */
-        peer_fail(tp, c->peer);
-        return;
-    }
     c->state = CONN_OPEN;
     c->rx_phase = RX_HEAD;
     tp->nopen++;
@@ -349,7 +347,6 @@ static void on_proof(xdev_tp_t *tp, tcp_conn_t *c)
         tcp_conn_free(tp, c);
         return;
     }
-    /* The dialer opens on OPENED: nothing may fail after it is out. */
     c->stage = malloc(TCP_STAGE_BYTES);
     uint8_t opened[TCP_OPENED_BYTES];
     xdev_put_le32(opened, OPENED_MAGIC);
@@ -380,7 +377,8 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
     xdev_put_le32(proof, PROOF_MAGIC);
     xdev_put_le32(proof + 4, (uint32_t)tp->rank);
     xdev_put_le64(proof + 8, proof_mac(tp, proof, xdev_get_le64(r + 16), c->nonce));
-    if (!write_all(c->fd, proof, sizeof proof)) {
+    c->stage = malloc(TCP_STAGE_BYTES);
+    if (!c->stage || !write_all(c->fd, proof, sizeof proof)) {
         tcp_conn_lost(tp, c);
         return;
     }
