@@ -527,7 +527,8 @@ XDEV_API int xdev_arm(xdev_t *dev);
  * 0); xdev_waitsome blocks until at least one has completed. With no
  * non-NULL entry, *outcount = 0 at once. Errors: XDEV_ERR_ARG, changing
  * nothing, for n < 0, a NULL outcount (or reqs or idx with n > 0), an entry
- * that is not an active request, or requests of different devices;
+ * that is not an active request, a request listed twice, or requests of
+ * different devices;
  * xdev_waitsome returns XDEV_ERR_WOKEN (*outcount = 0) after xdev_wakeup.
  */
 XDEV_API int xdev_testsome(int n, xdev_request_t *const *reqs, int *outcount, int *idx,

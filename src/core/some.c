@@ -24,17 +24,23 @@ static xdev_t *device_of(int n, xdev_request_t *const *reqs, bool *bad)
 }
 
 /* Lock held: are they all still ours (not reaped meanwhile by another
- * thread, not copies)? */
+ * thread, not copies), each listed once? A request listed twice would be
+ * reaped twice, and the second reap frees a slot a later request holds. */
 static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
 {
-    for (int i = 0; i < n; i++) {
+    int i;
+    for (i = 0; i < n; i++) {
         if (!reqs[i])
             continue;
         xreq_t *r = xreq_of(reqs[i]);
-        if (!req_is_active(r) || req_lookup(d, r->id) != r)
-            return false;
+        if (!req_is_active(r) || req_lookup(d, r->id) != r || (r->flags & F_LISTED))
+            break;
+        r->flags |= F_LISTED;
     }
-    return true;
+    for (int j = 0; j < i; j++)
+        if (reqs[j])
+            xreq_of(reqs[j])->flags &= (uint16_t)~F_LISTED;
+    return i == n;
 }
 
 static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, int *idx, xdev_status_t *st)
@@ -74,12 +80,14 @@ static int some(int n, xdev_request_t *const *reqs, int *outcount, int *idx, xde
     xdev_t *d = device_of(n, reqs, &bad);
     if (bad || !outcount || (n > 0 && !idx))
         return XDEV_ERR_ARG;
-    *outcount = 0;
-    if (!d)
+    if (!d) {
+        *outcount = 0;
         return XDEV_OK; /* nothing active */
+    }
     dev_lock(d);
     int rc = all_ours(d, n, reqs) ? XDEV_OK : XDEV_ERR_ARG;
     if (rc == XDEV_OK) {
+        *outcount = 0;
         progress_once(d);
         struct some s = { n, reqs, d->completions - 1 };
         if (wait && !any_done(d, &s))

@@ -6,8 +6,10 @@
  *    index, with its own status, and reaped.
  *  - waitsome over eager and rendezvous receives blocks until at least one
  *    is done, the same way.
- *  - A list with a request that is not active is refused with
- *    XDEV_ERR_ARG and nothing changes; an all-NULL list reports 0.
+ *  - A list with a request that is not active, or with one request twice
+ *    (pending or complete), is refused with XDEV_ERR_ARG and nothing
+ *    changes: the request completes and is reaped once, and later requests
+ *    are reaped as usual. An all-NULL list reports 0.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -111,11 +113,41 @@ static void refused(void)
     xdev_request_t *nulls[2] = { NULL, NULL };
     CHECK_RC(xdev_waitsome(2, nulls, &out, idx, NULL));
     CHECK(out == 0, "an all-NULL list reported %d", out);
+    xdev_request_t *twice[3] = { &r, NULL, &r };
+    out = 77;
+    CHECK(xdev_testsome(3, twice, &out, idx, NULL) == XDEV_ERR_ARG && out == 77,
+          "a list with a pending request twice was not refused, or changed outcount");
     /* r is untouched by the refusals: it still completes */
     CHECK_RC(xdev_send(h_dev, NULL, 0, h_next(), 5, CTX_SOME));
     xdev_status_t st;
     CHECK_RC(xdev_wait(&r, &st));
     CHECK_STATUS(&st, h_prev(), 5, CTX_SOME, XDEV_OK, 0, "receive after refused lists");
+
+    /* A complete request listed twice: reaping it twice once freed a slot
+     * that a later request then held, and that request could never be
+     * reaped. A receive posted before its send to ourselves completes in
+     * the send. */
+    char got = 0;
+    CHECK_RC(xdev_irecv(h_dev, &got, 1, h_rank, 6, CTX_SOME, &r));
+    CHECK_RC(xdev_send(h_dev, "x", 1, h_rank, 6, CTX_SOME));
+    out = 77;
+    CHECK(xdev_waitsome(3, twice, &out, idx, NULL) == XDEV_ERR_ARG && out == 77,
+          "a list with a complete request twice was not refused, or changed outcount");
+    CHECK_RC(xdev_wait(&r, &st));
+    CHECK_STATUS(&st, h_rank, 6, CTX_SOME, XDEV_OK, 1, "self receive after a refused list");
+    CHECK(got == 'x', "self receive after a refused list got %d", got);
+    CHECK(xdev_wait(&r, NULL) == XDEV_ERR_ARG, "a request reaped once was reaped again");
+    xdev_request_t later[4];
+    int vals[4] = { -1, -1, -1, -1 };
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(xdev_irecv(h_dev, &vals[i], sizeof vals[i], h_rank, 10 + i, CTX_SOME, &later[i]));
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(xdev_send(h_dev, &i, sizeof i, h_rank, 10 + i, CTX_SOME));
+    for (int i = 3; i >= 0; i--) {
+        CHECK_RC(xdev_wait(&later[i], &st));
+        CHECK(st.tag == 10 + i && vals[i] == i, "later request %d: tag %d value %d", i, st.tag,
+              vals[i]);
+    }
     h_barrier();
 }
 
