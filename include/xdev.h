@@ -215,7 +215,8 @@ typedef struct xdev_request {
  * a binding that cannot use it (ctypes, JNA, Panama) calls
  * xdev_config_init_size with the size of its own layout of the struct:
  * exactly that many bytes are written (past the fields this xdev knows,
- * zeros). XDEV_ERR_ARG if size is smaller than this release's struct.
+ * zeros). XDEV_ERR_ARG, writing nothing, if size is smaller than the
+ * first release's struct (the fields up to flags) or ends inside a field.
  */
 XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
 #define xdev_config_init(cfg) xdev_config_init_size((cfg), sizeof(xdev_config_t))

@@ -94,13 +94,21 @@ int config_from_env(xdev_config_t *c)
     return rc;
 }
 
-/* The smallest struct any caller can have: this release's. Later
- * releases keep accepting it and default the fields they add. */
+/* The smallest struct any caller can have: the first release's, which
+ * ended at flags. Later releases keep accepting it and default the fields
+ * they add; a size that ends inside one of those (half of the options
+ * pointer) is no layout at all. */
 #define CONFIG_SIZE_MIN (offsetof(xdev_config_t, flags) + sizeof(unsigned))
+
+static bool config_size_ok(size_t size)
+{
+    size_t options = offsetof(xdev_config_t, options);
+    return size >= CONFIG_SIZE_MIN && (size <= options || size >= options + sizeof(void *));
+}
 
 int xdev_config_init_size(xdev_config_t *cfg, size_t size)
 {
-    if (!cfg || size < CONFIG_SIZE_MIN)
+    if (!cfg || !config_size_ok(size))
         return XDEV_ERR_ARG;
     xdev_config_t c;
     config_defaults(&c);
@@ -117,7 +125,7 @@ int xdev_config_init_size(xdev_config_t *cfg, size_t size)
 int config_from_caller(xdev_config_t *out, const xdev_config_t *cfg)
 {
     size_t size = cfg->struct_size;
-    if (size < CONFIG_SIZE_MIN)
+    if (!config_size_ok(size))
         return XDEV_ERR_ARG;
     config_defaults(out);
     memcpy(out, cfg, size < sizeof *out ? size : sizeof *out);

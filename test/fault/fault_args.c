@@ -170,6 +170,26 @@ static void check_config_size(const xdev_config_t *cfg)
     c = *cfg; c.struct_size = offsetof(xdev_config_t, flags);
     expect_bad_init(__LINE__, "a struct that ends before flags", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
     CHECK_RC(xdev_config_init_size(&c, 3), XDEV_ERR_ARG);
+    /* Half of the options pointer would make a wild one of the default. */
+    size_t cut = offsetof(xdev_config_t, options) + sizeof(void *) / 2;
+    c = *cfg; c.struct_size = cut;
+    expect_bad_init(__LINE__, "a struct that ends inside options", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
+    memset(&g, 0xa5, sizeof g);
+    CHECK_RC(xdev_config_init_size(&g.c, cut), XDEV_ERR_ARG);
+    for (size_t i = 0; i < sizeof g; i++)
+        CHECK(((unsigned char *)&g)[i] == 0xa5, "a refused xdev_config_init_size wrote byte %zu", i);
+
+    /* The first release's struct ended at flags: its options, past its
+     * struct_size, are never read (here they point nowhere). */
+    memset(&g, 0xa5, sizeof g);
+    CHECK_RC(xdev_config_init_size(&g.c, offsetof(xdev_config_t, options)), XDEV_OK);
+    CHECK(((unsigned char *)&g.c.options)[0] == 0xa5, "xdev_config_init_size wrote past its size");
+    g.c.rank = 0;
+    g.c.size = 1;
+    REQUIRE_RC(xdev_init(&g.c, &dev), XDEV_OK);
+    CHECK(xdev_size(dev) == 1, "the first release's struct: size not read");
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    dev = NULL;
 
     memset(&g, 0xa5, sizeof g);
     CHECK_RC(xdev_config_init_size(&g.c, sizeof g.c), XDEV_OK);
