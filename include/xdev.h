@@ -293,7 +293,8 @@ XDEV_API int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, in
  * blocking call whose operation has not begun cancels it and returns
  * XDEV_ERR_WOKEN (a receive nothing has matched yet: no message is taken);
  * one that has begun (a send handed to a transport, a matched receive)
- * finishes it first, since its buffer cannot be left to xdev. */
+ * finishes it first, since its buffer cannot be left to xdev, and returns
+ * as if it had not been woken. */
 XDEV_API int xdev_send(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
 XDEV_API int xdev_ssend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx);
 XDEV_API int xdev_recv(xdev_t *dev, void *buf, size_t len, int src, int tag, int ctx,
