@@ -33,7 +33,7 @@ static int allreduce_direct(xdev_coll_group_t *g, const void *sbuf, void *rbuf, 
         for (int q = p - 2; q >= 0; q--)
             coll_op_apply(op, all + (size_t)q * bytes, rbuf, count);
     }
-    free(all);
+    coll_free(g, all);
     return rc;
 }
 
@@ -75,7 +75,7 @@ static int allreduce_recursive_doubling(xdev_coll_group_t *g, void *rbuf, size_t
         else rc = coll_irecv(g, rbuf, bytes, r + 1, PH_UNFOLD);
         if (!rc) rc = coll_waitall(g);
     }
-    free(tmp);
+    coll_free(g, tmp);
     return rc;
 }
 

@@ -91,6 +91,10 @@ int coll_exchange_all(xdev_coll_group_t *g, const void *sbuf, size_t len, void *
 /* Keep memory that holds requests xdev still owns (a failed collective's,
  * whose buffers xdev may still fill) for the life of the process. */
 void coll_bury(void *block);
+/* Free a collective's scratch buffer, or bury it while requests it posted
+ * are still active (a failed collective): they may still read or write it
+ * until xdev_finalize. */
+void coll_free(xdev_coll_group_t *g, void *block);
 
 /* ops.c */
 /* The element size and the bytes of `count` elements of op; 0 if op is bad

@@ -52,7 +52,7 @@ int coll_gather_binomial(xdev_coll_group_t *g, const void *sbuf, size_t len, voi
                       coll_at(tmp, (size_t)i * len), len);
     }
 out:
-    if (!direct) free(tmp);
+    if (!direct) coll_free(g, tmp);
     return rc;
 }
 
@@ -151,7 +151,7 @@ static int scatter_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, 
     }
     if (!rc) rc = coll_waitall(g);
     if (!rc && src != rbuf) coll_copy(rbuf, src, len);
-    free(tmp);
+    coll_free(g, tmp);
     return rc;
 }
 

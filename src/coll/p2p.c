@@ -38,6 +38,14 @@ void coll_bury(void *block)
     pthread_mutex_unlock(&grave_lock);
 }
 
+void coll_free(xdev_coll_group_t *g, void *block)
+{
+    if (g->nreq > 0 && block)
+        coll_bury(block);
+    else
+        free(block);
+}
+
 static int watch_fired(xdev_coll_group_t *g)
 {
     if (g->watch_done) return 0;

@@ -39,8 +39,8 @@ int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, siz
         if (!rc) rc = coll_waitall(g);
     }
 out:
-    free(slots);
-    if (acc != rbuf) free(acc);
+    coll_free(g, slots);
+    if (acc != rbuf) coll_free(g, acc);
     return rc;
 }
 
@@ -77,7 +77,7 @@ int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
         if (!rc)
             coll_op_apply(op, tmp ? tmp : coll_cat(sbuf, start[rb] * esz), blk, len[rb]);
     }
-    free(tmp);
+    coll_free(g, tmp);
     return rc;
 }
 
@@ -112,7 +112,7 @@ static int reduce_ring_gather(xdev_coll_group_t *g, const void *sbuf, void *rbuf
     }
     if (!rc) rc = coll_waitall(g);
 out:
-    if (work != rbuf) free(work);
+    if (work != rbuf) coll_free(g, work);
     free(b);
     return rc;
 }
@@ -151,7 +151,7 @@ static int reduce_scatter_run(xdev_coll_group_t *g, const void *sbuf, void *rbuf
         if (!rc) rc = coll_waitall(g);
         if (!rc && r == 0) coll_copy(rbuf, work, b[p] * esz);
     }
-    free(work);
+    coll_free(g, work);
     return rc;
 }
 

@@ -23,7 +23,7 @@ static int scan_linear(xdev_coll_group_t *g, void *rbuf, size_t count, const xde
         rc = coll_irecv(g, tmp, bytes, r - 1, PH_CHAIN);
         if (!rc) rc = coll_waitall(g);
         if (!rc) coll_op_apply(op, tmp, rbuf, count); /* prefix(0..r-1) op mine */
-        free(tmp);
+        coll_free(g, tmp);
     }
     if (!rc && r + 1 < p) {
         rc = coll_isend(g, rbuf, bytes, r + 1, PH_CHAIN);
@@ -62,8 +62,8 @@ static int scan_recursive_doubling(xdev_coll_group_t *g, void *rbuf,
         }
     }
 out:
-    free(partial);
-    free(tmp);
+    coll_free(g, partial);
+    coll_free(g, tmp);
     return rc;
 }
 

@@ -20,9 +20,11 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     t_init(c);
     if (!strcmp(c, "kill")) {
-        CHECK(argc == 4 || (argc == 5 && (!strcmp(argv[4], "mid") || !strcmp(argv[4], "first"))),
-              "kill FAMILY ALGORITHM [mid|first]");
-        return case_kill(argv[2], argv[3], argc == 5 ? argv[4] : ""); /* finalizes itself */
+        const char *when = argc == 5 ? argv[4] : "";
+        CHECK(argc == 4 || (argc == 5 && (!strcmp(when, "mid") || !strcmp(when, "slow") ||
+                                          !strcmp(when, "first"))),
+              "kill FAMILY ALGORITHM [mid|slow|first]");
+        return case_kill(argv[2], argv[3], when); /* finalizes itself */
     }
     if (!strcmp(c, "data")) case_data();
     else if (!strcmp(c, "reduce")) case_reduce();
