@@ -8,7 +8,8 @@
  * XDEV_JOB_SECRET, XDEV_BOOT_DIR (and XDEV_TRANSPORT if given) added to its
  * environment. The ranks share xdevrun's stdin/stdout/stderr. xdevrun tears
  * the job down when a rank fails (unless --keep-going), on timeout and on
- * SIGINT/SIGTERM/SIGHUP, and always removes the job's boot directory and
+ * SIGINT/SIGTERM/SIGHUP, with whatever the ranks started (it is their
+ * subreaper), and always removes the job's boot directory and
  * shared-memory segments afterwards.
  *
  * Ranks are bound one to a CPU (of those xdevrun may use) when there are
@@ -369,11 +370,71 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static bool is_rank(const struct job *job, pid_t pid)
+{
+    for (int rank = 0; rank < job->opt->nranks; rank++)
+        if (job->pids[rank] == pid)
+            return true;
+    return false;
+}
+
+/* Signal our children that are not ranks: processes a rank started and
+ * then left (a wrapper shell killed in the teardown leaves its program),
+ * which come to us as their subreaper rather than to init. Returns how
+ * many there were. The kernel here may not list children in /proc, so
+ * every process's parent is read from its stat line. */
+static int signal_adopted(const struct job *job, int sig)
+{
+    DIR *dir = opendir("/proc");
+    if (!dir)
+        return 0;
+    pid_t self = getpid();
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        char *end, path[64], line[512];
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || is_rank(job, (pid_t)pid))
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* gone meanwhile */
+        bool got = fgets(line, sizeof line, f) != NULL;
+        fclose(f);
+        /* "pid (comm) state ppid ...", where comm may hold anything */
+        char *after = got ? strrchr(line, ')') : NULL;
+        char state;
+        long ppid;
+        if (after && sscanf(after + 1, " %c %ld", &state, &ppid) == 2 && ppid == self &&
+            state != 'Z') {
+            kill((pid_t)pid, sig);
+            n++;
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
 static void signal_ranks(const struct job *job, int sig)
 {
     for (int rank = 0; rank < job->opt->nranks; rank++)
         if (job->pids[rank] > 0)
             kill(job->pids[rank], sig);
+    signal_adopted(job, sig);
+}
+
+/* A job that failed leaves nothing running: once its ranks are gone, kill
+ * what they left, and what that leaves in turn, for up to a second. */
+static void kill_adopted(const struct job *job)
+{
+    for (int round = 0; round < 100 && signal_adopted(job, SIGKILL) > 0; round++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
 }
 
 /* The first failure decides the exit status; later ones are its echoes. */
@@ -405,7 +466,7 @@ static void rank_exited(struct job *job, pid_t pid, int wstatus)
     while (rank < job->opt->nranks && job->pids[rank] != pid)
         rank++;
     if (rank == job->opt->nranks)
-        return; /* not one of ours (cannot happen: we fork nothing else) */
+        return; /* not a rank: something a rank left, adopted (kill_adopted) */
     job->pids[rank] = 0;
     job->live--;
 
@@ -539,11 +600,16 @@ static int run_job(const struct options *opt)
         .pids = pids,
         .timeout_at = opt->timeout > 0 ? now() + opt->timeout : INFINITY,
     };
+    /* Orphans of the ranks' own children come to us, not to init, so a
+     * teardown reaches them too. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (!start_ranks(&job, &orig_mask)) {
         note_failure(&job, EXIT_LAUNCH);
         terminate(&job, SIGTERM);
     }
     supervise(&job, sfd);
+    if (job.failed)
+        kill_adopted(&job);
     close(sfd);
     free(pids);
     return job.status;
