@@ -114,15 +114,19 @@ enum {
      * xdev then takes no locks. */
     XDEV_FLAG_SINGLE_THREAD = 1u << 0,
     /* Run a progress thread that advances transfers while the application
-     * computes. Without it, progress happens inside xdev calls. */
+     * computes. Without it, progress happens inside xdev calls. A thread
+     * needs the locks: with XDEV_FLAG_SINGLE_THREAD, xdev_init fails
+     * with XDEV_ERR_ARG. */
     XDEV_FLAG_PROGRESS_THREAD = 1u << 1,
     /* When a peer dies, every receive from XDEV_ANY_SOURCE posted at that
      * moment fails with XDEV_ERR_PEER_PENDING, as ULFM's
      * MPI_ERR_PROC_FAILED_PENDING: the caller learns that a sender it may
      * have waited for is gone (xdev_peer_state says which) and posts
-     * again if it wants. Receives posted later are not failed by that
-     * death. Without the flag a wildcard receive is never failed by one
-     * peer's death. */
+     * again if it wants. A peer that finalized counts: it can send no
+     * more either. Receives posted later are not failed by that death.
+     * The failed receive's status is as posted (source XDEV_ANY_SOURCE,
+     * its tag and ctx) with count 0. Without the flag a wildcard receive
+     * is never failed by one peer's death. */
     XDEV_FLAG_WILDCARD_FAILS = 1u << 2,
 };
 

@@ -233,6 +233,10 @@ static void check_bad_init(void)
 
     c = cfg; c.size = 0;
     expect_bad_init(__LINE__, "size 0", &c, XDEV_ERR_ARG, XDEV_ERR_INIT);
+    c = cfg; c.flags = XDEV_FLAG_SINGLE_THREAD | XDEV_FLAG_PROGRESS_THREAD;
+    expect_bad_init(__LINE__, "a progress thread without locks", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
+    c = cfg; c.flags = 1u << 30;
+    expect_bad_init(__LINE__, "an unknown flag", &c, XDEV_ERR_ARG, XDEV_ERR_ARG);
     c = cfg; c.size = -1;
     expect_bad_init(__LINE__, "size -1", &c, XDEV_ERR_ARG, XDEV_ERR_INIT);
     c = cfg; c.rank = c.size;
