@@ -176,8 +176,13 @@ typedef struct xdev_config {
      * environment do not reach the device. xdev_init fails with
      * XDEV_ERR_ARG, starting nothing, on a string without '=', a name that
      * is not an option (the fields above have their own members), or a
-     * value the option's type rejects. A name given twice: the last
-     * holds. xdev_config_init leaves it NULL. */
+     * value the option's type rejects (for a number or a size, an empty
+     * one too, though an empty variable counts as unset). A name given
+     * twice: the last holds, but each must be valid. A text value (an
+     * address, a provider name) is checked by its transport as it opens,
+     * which xdev_init does only for a job with a peer it serves: a wrong
+     * one then fails xdev_init with XDEV_ERR_INIT. xdev_config_init
+     * leaves it NULL. */
     const char *const *options;
 } xdev_config_t;
 
@@ -572,7 +577,8 @@ typedef struct xdev_stats {
         uint64_t msgs_sent, bytes_sent;
         uint64_t msgs_received, bytes_received;
     } transport[XDEV_STATS_MAX_TRANSPORTS];
-    uint64_t self_msgs;          /* sends to one's own rank */
+    uint64_t self_msgs;          /* sends to one's own rank, counted
+                                  * when posted (cancelled ones too) */
     uint64_t rendezvous_sent;    /* messages sent by rendezvous */
     uint64_t rendezvous_received;
     size_t unexpected_bytes;     /* unexpected-message memory held now */
