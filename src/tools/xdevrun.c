@@ -9,7 +9,8 @@
  * environment. The ranks share xdevrun's stdin/stdout/stderr. xdevrun tears
  * the job down when a rank fails (unless --keep-going), on timeout and on
  * SIGINT/SIGTERM/SIGHUP, with whatever the ranks started (it is their
- * subreaper), and always removes the job's boot directory and
+ * subreaper); once a failed job's ranks are gone, --keep-going or not,
+ * what they left goes too. It always removes the job's boot directory and
  * shared-memory segments afterwards.
  *
  * Ranks are bound one to a CPU (of those xdevrun may use) when there are
@@ -25,6 +26,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
@@ -49,6 +51,7 @@
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define EXIT_NOEXEC 127
+#define SWEEP_NS 10000000L /* between looks for what a failed job left */
 #define MAX_WAIT 3600.0 /* longest single sleep; keeps timespecs in range */
 
 enum bind { BIND_AUTO, BIND_CORE, BIND_NONE };
@@ -80,6 +83,8 @@ struct job {
     double timeout_at; /* INFINITY without a timeout */
     bool failed;
     int status;        /* xdevrun's exit status, fixed by the first failure */
+    pid_t *kept;       /* our children from before the ranks: not the job's */
+    int nkept;
 };
 
 /* Print one "xdevrun: ..." line with a single write(2), so that it cannot
@@ -118,7 +123,8 @@ static _Noreturn void usage(FILE *out, int status)
           "                    $XDEV_TIMEOUT, or none; 0 means none)\n"
           "  --grace S         wait S seconds after a failure before SIGTERM,\n"
           "                    and again before SIGKILL (default 2)\n"
-          "  --keep-going      let the other ranks finish when one fails\n",
+          "  --keep-going      let the other ranks finish when one fails\n"
+          "                    (what the ranks left running still goes)\n",
           out);
     exit(status);
 }
@@ -370,71 +376,85 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static bool is_rank(const struct job *job, pid_t pid)
+/* The rank whose pid this is, or -1. */
+static int rank_of(const struct job *job, pid_t pid)
 {
     for (int rank = 0; rank < job->opt->nranks; rank++)
         if (job->pids[rank] == pid)
-            return true;
-    return false;
+            return rank;
+    return -1;
 }
 
-/* Signal our children that are not ranks: processes a rank started and
- * then left (a wrapper shell killed in the teardown leaves its program),
- * which come to us as their subreaper rather than to init. Returns how
- * many there were. The kernel here may not list children in /proc, so
- * every process's parent is read from its stat line. */
-static int signal_adopted(const struct job *job, int sig)
+/* Calls fn(job, pid, arg) for each live child of ours and returns the sum
+ * of what it returns. Children are found by the parent field of every
+ * /proc/PID/stat: /proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN,
+ * which a kernel may lack. */
+static int each_child(struct job *job, int (*fn)(struct job *, pid_t, int), int arg)
 {
     DIR *dir = opendir("/proc");
     if (!dir)
         return 0;
     pid_t self = getpid();
-    int n = 0;
+    int sum = 0;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        char *end, path[64], line[512];
+        char *end, path[64], stat[1024];
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0 || is_rank(job, (pid_t)pid))
+        if (*end || pid <= 0)
             continue;
         snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
             continue; /* gone meanwhile */
-        bool got = fgets(line, sizeof line, f) != NULL;
-        fclose(f);
-        /* "pid (comm) state ppid ...", where comm may hold anything */
-        char *after = got ? strrchr(line, ')') : NULL;
-        char state;
+        ssize_t len = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        stat[len] = '\0';
+        /* "pid (comm) state ppid ...", where comm may hold anything,
+         * parentheses and newlines included */
+        char *after = strrchr(stat, ')'), state;
         long ppid;
         if (after && sscanf(after + 1, " %c %ld", &state, &ppid) == 2 && ppid == self &&
-            state != 'Z') {
-            kill((pid_t)pid, sig);
-            n++;
-        }
+            state != 'Z')
+            sum += fn(job, (pid_t)pid, arg);
     }
     closedir(dir);
-    return n;
+    return sum;
 }
 
-static void signal_ranks(const struct job *job, int sig)
+/* A child we had before the ranks (`helper & exec xdevrun ...` leaves
+ * one) is not the job's: no teardown touches it. */
+static int keep_child(struct job *job, pid_t pid, int unused)
+{
+    (void)unused;
+    pid_t *kept = realloc(job->kept, sizeof *kept * (size_t)(job->nkept + 1));
+    if (!kept)
+        return 0;
+    job->kept = kept;
+    kept[job->nkept++] = pid;
+    return 1;
+}
+
+/* Signal (or with sig 0, count) a child that is what a rank left behind:
+ * a wrapper's program once SIGTERM ended the wrapper, a process it put in
+ * the background. As their subreaper we get them instead of init. */
+static int signal_adopted(struct job *job, pid_t pid, int sig)
+{
+    if (rank_of(job, pid) >= 0)
+        return 0;
+    for (int i = 0; i < job->nkept; i++)
+        if (job->kept[i] == pid)
+            return 0;
+    return kill(pid, sig) == 0;
+}
+
+static void signal_ranks(struct job *job, int sig)
 {
     for (int rank = 0; rank < job->opt->nranks; rank++)
         if (job->pids[rank] > 0)
             kill(job->pids[rank], sig);
-    signal_adopted(job, sig);
-}
-
-/* A job that failed leaves nothing running: once its ranks are gone, kill
- * what they left, and what that leaves in turn, for up to a second. */
-static void kill_adopted(const struct job *job)
-{
-    for (int round = 0; round < 100 && signal_adopted(job, SIGKILL) > 0; round++) {
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ;
-        nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-    }
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    each_child(job, signal_adopted, sig);
 }
 
 /* The first failure decides the exit status; later ones are its echoes. */
@@ -462,11 +482,9 @@ static void kill_ranks(struct job *job)
 
 static void rank_exited(struct job *job, pid_t pid, int wstatus)
 {
-    int rank = 0;
-    while (rank < job->opt->nranks && job->pids[rank] != pid)
-        rank++;
-    if (rank == job->opt->nranks)
-        return; /* not a rank: something a rank left, adopted (kill_adopted) */
+    int rank = rank_of(job, pid);
+    if (rank < 0)
+        return; /* not a rank: one we had before, or one a rank left */
     job->pids[rank] = 0;
     job->live--;
 
@@ -496,6 +514,24 @@ static void reap_ranks(struct job *job)
     int wstatus;
     while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0)
         rank_exited(job, pid, wstatus);
+}
+
+/* Once a failed job's ranks are gone, what they left goes as the ranks
+ * went: SIGTERM, the grace period, then SIGKILL, round after round (what a
+ * killed process leaves comes to us in turn) for up to a second more. */
+static void kill_adopted(struct job *job)
+{
+    if (!each_child(job, signal_adopted, SIGTERM))
+        return;
+    double term_end = now() + job->opt->grace, kill_end = term_end + 1.0;
+    int sig = 0; /* only count them during the grace period */
+    while (each_child(job, signal_adopted, sig) > 0 && now() < kill_end) {
+        reap_ranks(job);
+        nanosleep(&(struct timespec){ .tv_nsec = SWEEP_NS }, NULL);
+        if (now() >= term_end)
+            sig = SIGKILL;
+    }
+    reap_ranks(job);
 }
 
 /* SIGINT/SIGTERM/SIGHUP to xdevrun: pass it on to the ranks; a second one
@@ -601,8 +637,9 @@ static int run_job(const struct options *opt)
         .timeout_at = opt->timeout > 0 ? now() + opt->timeout : INFINITY,
     };
     /* Orphans of the ranks' own children come to us, not to init, so a
-     * teardown reaches them too. */
+     * teardown reaches them too; children we already had are not the job's. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    each_child(&job, keep_child, 0);
     if (!start_ranks(&job, &orig_mask)) {
         note_failure(&job, EXIT_LAUNCH);
         terminate(&job, SIGTERM);
@@ -612,6 +649,7 @@ static int run_job(const struct options *opt)
         kill_adopted(&job);
     close(sfd);
     free(pids);
+    free(job.kept);
     return job.status;
 }
 
