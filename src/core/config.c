@@ -100,6 +100,9 @@ int config_from_env(xdev_config_t *c)
  * pointer) is no layout at all. */
 #define CONFIG_SIZE_MIN (offsetof(xdev_config_t, flags) + sizeof(unsigned))
 
+_Static_assert(offsetof(xdev_config_t, options) + sizeof(void *) == sizeof(xdev_config_t),
+               "config_size_ok knows options as the last field");
+
 static bool config_size_ok(size_t size)
 {
     size_t options = offsetof(xdev_config_t, options);

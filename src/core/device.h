@@ -46,8 +46,9 @@ enum req_flag {
     F_FETCH = 1 << 8,   /* the core's own receive of a claimed
                          * rendezvous (proto.c: fetch_claim): it completes
                          * into the message, never to a caller */
-    F_LISTED = 1 << 9,  /* met already in the list xdev_testsome is
-                         * checking (some.c), for that check alone */
+    F_LISTED = 1 << 9,  /* met already in the list xdev_testsome or
+                         * xdev_waitsome is checking (some.c), for that
+                         * check alone */
 };
 
 /* What a txop carries (xdev_txop_t.owner). */

@@ -108,6 +108,22 @@ static void refused(void)
     CHECK_RC(xdev_irecv(h_dev, NULL, 0, h_prev(), 5, CTX_SOME, &r));
     CHECK(xdev_testsome(3, ptrs, &out, idx, NULL) == XDEV_ERR_ARG && out == 77,
           "a list with an idle request was not refused, or changed outcount");
+    /* A refusal must leave no request marked as listed: one that stopped
+     * at an idle entry after pend, and one that met pend twice. pend is a
+     * receive nothing sends to, so testsome can only report it pending. */
+    xdev_request_t pend, *pend_idle[2] = { &pend, &idle }, *alone[1] = { &pend };
+    CHECK_RC(xdev_irecv(h_dev, NULL, 0, h_rank, 7, CTX_SOME, &pend));
+    CHECK(xdev_testsome(2, pend_idle, &out, idx, NULL) == XDEV_ERR_ARG, "idle entry");
+    CHECK_RC(xdev_testsome(1, alone, &out, idx, NULL));
+    CHECK(out == 0, "a pending receive reported done after a refusal");
+    xdev_request_t *pend_twice[2] = { &pend, &pend };
+    CHECK(xdev_testsome(2, pend_twice, &out, idx, NULL) == XDEV_ERR_ARG, "pend twice");
+    CHECK_RC(xdev_testsome(1, alone, &out, idx, NULL));
+    CHECK(out == 0, "a pending receive reported done after a refusal");
+    CHECK_RC(xdev_cancel(&pend));
+    xdev_status_t st;
+    CHECK_RC(xdev_wait(&pend, &st));
+    CHECK(st.error == XDEV_ERR_CANCELED, "pend: error %d, want cancelled", st.error);
     CHECK(xdev_testsome(1, ptrs, NULL, idx, NULL) == XDEV_ERR_ARG, "NULL outcount");
     CHECK(xdev_testsome(-1, ptrs, &out, idx, NULL) == XDEV_ERR_ARG, "n < 0");
     xdev_request_t *nulls[2] = { NULL, NULL };
@@ -119,7 +135,6 @@ static void refused(void)
           "a list with a pending request twice was not refused, or changed outcount");
     /* r is untouched by the refusals: it still completes */
     CHECK_RC(xdev_send(h_dev, NULL, 0, h_next(), 5, CTX_SOME));
-    xdev_status_t st;
     CHECK_RC(xdev_wait(&r, &st));
     CHECK_STATUS(&st, h_prev(), 5, CTX_SOME, XDEV_OK, 0, "receive after refused lists");
 
@@ -133,7 +148,10 @@ static void refused(void)
     out = 77;
     CHECK(xdev_waitsome(3, twice, &out, idx, NULL) == XDEV_ERR_ARG && out == 77,
           "a list with a complete request twice was not refused, or changed outcount");
-    CHECK_RC(xdev_wait(&r, &st));
+    /* Not marked as listed either: testsome takes it as usual. */
+    alone[0] = &r;
+    CHECK_RC(xdev_testsome(1, alone, &out, idx, &st));
+    CHECK(out == 1 && idx[0] == 0, "the complete request was not reaped: outcount %d", out);
     CHECK_STATUS(&st, h_rank, 6, CTX_SOME, XDEV_OK, 1, "self receive after a refused list");
     CHECK(got == 'x', "self receive after a refused list got %d", got);
     CHECK(xdev_wait(&r, NULL) == XDEV_ERR_ARG, "a request reaped once was reaped again");

@@ -177,7 +177,8 @@ static void check_config_size(const xdev_config_t *cfg)
     memset(&g, 0xa5, sizeof g);
     CHECK_RC(xdev_config_init_size(&g.c, cut), XDEV_ERR_ARG);
     for (size_t i = 0; i < sizeof g; i++)
-        CHECK(((unsigned char *)&g)[i] == 0xa5, "a refused xdev_config_init_size wrote byte %zu", i);
+        CHECK(((unsigned char *)&g)[i] == 0xa5, "a refused xdev_config_init_size wrote byte %zu",
+              i);
 
     /* The first release's struct ended at flags: its options, past its
      * struct_size, are never read (here they point nowhere). */
