@@ -58,10 +58,12 @@
  * is broken: every later collective on it returns the same error at once,
  * and the only thing left to do is xdev_coll_group_free. Notices may still
  * arrive on its context afterwards, so that context is not to be given to
- * a new group. Requests the failed collective had posted may still
- * complete into that collective's buffers until xdev_finalize; their
- * storage is kept by the library (xdev_finalize then reports them as
- * abandoned with XDEV_ERR_CANCELED).
+ * a new group. Requests the failed collective had posted may still read
+ * the caller's buffers of that call and complete into them until
+ * xdev_finalize, so keep those buffers until then; the requests' storage
+ * and the library's own scratch buffers of that call are kept by the
+ * library (xdev_finalize then reports the requests as abandoned with
+ * XDEV_ERR_CANCELED).
  *
  * Algorithms are picked per call from the message size and the group size
  * and can be forced or re-tuned with XDEV_COLL_* environment variables, read

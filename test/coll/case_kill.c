@@ -37,7 +37,7 @@
 #include "harness.h"
 
 #define FAIL_BOUND_S 20.0
-#define AFTER_S 0.3 /* progress driven after the failure, before finalize */
+#define AFTER_S 0.5 /* progress driven after the failure, before finalize */
 
 /* Elements (int64): every rank holds several ring blocks. 4096 by
  * default; XDEV_COLL_KILL_COUNT sets it, so that the messages are long
@@ -98,6 +98,7 @@ int case_kill(const char *family, const char *alg, const char *when)
     CHECK(t_size >= 3, "needs at least 3 ranks");
     const char *env = getenv("XDEV_COLL_KILL_COUNT");
     if (env) nelem = strtoul(env, NULL, 10);
+    CHECK(nelem >= (size_t)t_size, "XDEV_COLL_KILL_COUNT %zu: fewer elements than ranks", nelem);
     int slow = !strcmp(when, "slow"), mid = slow || !strcmp(when, "mid");
     int the_victim = !strcmp(when, "first")     ? 0
                      : !strcmp(family, "bcast") ? t_size / 2
