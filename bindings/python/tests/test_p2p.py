@@ -147,6 +147,18 @@ def test_peek_returns_the_posted_request(dev, ring):
     assert req.wait().count == 8
 
 
+def test_peek_timeouts(dev):
+    """-1 waits forever, as in C; below -1 is refused, changing nothing."""
+    me = dev.rank
+    req = dev.irecv(bytearray(4), me, 40)
+    with pytest.raises(ValueError):
+        dev.peek(-2)
+    assert dev.peek(0) is None
+    dev.send(b"self", me, 40)
+    assert dev.peek(-1) is req
+    assert req.wait().count == 4
+
+
 def test_keywords(dev, ring):
     nxt, prev = ring
     req = dev.irecv(buf=bytearray(3), tag=15, source=prev)

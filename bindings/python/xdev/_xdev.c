@@ -536,12 +536,15 @@ static PyObject *dev_improbe(P2P_ARGS) { return matched_probe(d, a, n, k, false)
 static PyObject *dev_mprobe(P2P_ARGS) { return matched_probe(d, a, n, k, true); }
 
 /* peek(timeout=-1) -> the Request object that completed (the very one
- * posted), or None when the timeout (ms; 0 looks once) passed. */
+ * posted), or None when the timeout (ms; 0 looks once, -1 forever)
+ * passed. Below -1 is refused, as xdev_peek_timed refuses it. */
 static PyObject *dev_peek(DeviceObject *d, PyObject *args)
 {
     int timeout = -1;
     if (!device_ok(d) || !PyArg_ParseTuple(args, "|i", &timeout))
         return NULL;
+    if (timeout < -1)
+        return raise_code(XDEV_ERR_ARG, NULL);
     xdev_request_t *done = NULL;
     int rc;
     for (;;) {

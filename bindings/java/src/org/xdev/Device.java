@@ -339,10 +339,13 @@ public final class Device implements AutoCloseable {
         return peek(-1);
     }
 
-    /** peek, waiting at most timeoutMs (0: look once); null if nothing completed. */
+    /**
+     * peek, waiting at most timeoutMs (0: look once, -1: forever, as
+     * xdev_peek_timed); null if nothing completed.
+     */
     public Request peekTimed(int timeoutMs) {
-        if (timeoutMs < 0)
-            throw new IllegalArgumentException("timeoutMs < 0");
+        if (timeoutMs < -1)
+            throw new IllegalArgumentException("timeoutMs < -1");
         return peek(timeoutMs);
     }
 

@@ -179,6 +179,11 @@ public final class Calls {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         that(ms >= 45, "peekTimed(50) returned after " + ms + " ms");
         that(dev.peekTimed(0) == null, "peekTimed(0) returned a request");
+        raises(IllegalArgumentException.class, () -> dev.peekTimed(-2));
+        Request r = dev.irecv(direct(4), me, 40, 0);
+        dev.send(direct(4), me, 40, 0);
+        that(dev.peekTimed(-1) == r, "peekTimed(-1) did not wait for the receive");
+        equal(4, r.waitFor().count(), "count");
     }
 
     private void cancel() {
