@@ -29,8 +29,8 @@
  *
  * Contexts and matching. A group owns its context: libxdev_coll sends and
  * receives on it, and the application must not use that context for its own
- * point-to-point traffic, nor give it to another group of the same device
- * while this one exists. Collectives on groups with different contexts never
+ * point-to-point traffic; another group of the same device cannot have it
+ * while this one exists (xdev_coll_group_create refuses it). Collectives on groups with different contexts never
  * match each other's messages, and user traffic on other contexts never
  * matches a collective's. (An MPI library gives each communicator two
  * contexts: one for its point-to-point traffic, one for its group.) Within
@@ -166,7 +166,8 @@ typedef struct xdev_coll_op {
  * the same ctx. The call is local (no communication); ranks is copied.
  * XDEV_COLL_* variables of the environment are read now.
  * Errors: XDEV_ERR_ARG (NULL dev or grp, n < 1 or > device size, a rank out
- * of range or repeated, caller not a member, ctx < 0), XDEV_ERR_INIT (an
+ * of range or repeated, caller not a member, ctx < 0, ctx the context of a
+ * group of dev that has not been freed), XDEV_ERR_INIT (an
  * XDEV_COLL_* variable is malformed), XDEV_ERR_NOMEM, or the error of
  * posting the failure-notice receive.
  */

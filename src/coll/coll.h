@@ -66,6 +66,7 @@ struct xdev_coll_group {
     xdev_request_t *reqs;
     size_t *expect;     /* bytes a receive must deliver; SIZE_MAX for sends */
     int nreq, cap;
+    struct xdev_coll_group *next_live; /* group.c's list of the groups that exist */
 };
 
 /* config.c */

@@ -1,11 +1,41 @@
 /*
  * group.c - groups: members, context, the failure-notice receive.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "coll.h"
 
 void *coll_alloc(size_t n) { return malloc(n ? n : 1); }
+
+/* The groups that exist, so that a context already owned by a group of the
+ * same device is refused: two groups on one context would take each
+ * other's messages and failure notices. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static xdev_coll_group_t *live;
+
+/* Add g unless its device and context are taken; 0 if they are. */
+static int live_add(xdev_coll_group_t *g)
+{
+    pthread_mutex_lock(&live_lock);
+    xdev_coll_group_t *o = live;
+    while (o && !(o->dev == g->dev && o->ctx == g->ctx)) o = o->next_live;
+    if (!o) {
+        g->next_live = live;
+        live = g;
+    }
+    pthread_mutex_unlock(&live_lock);
+    return !o;
+}
+
+static void live_remove(xdev_coll_group_t *g)
+{
+    pthread_mutex_lock(&live_lock);
+    xdev_coll_group_t **p = &live;
+    while (*p != g) p = &(*p)->next_live;
+    *p = g->next_live;
+    pthread_mutex_unlock(&live_lock);
+}
 
 int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ctx,
                            xdev_coll_group_t **grp)
@@ -44,10 +74,17 @@ int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ctx,
         goto fail;
     }
     for (int i = 0; i < n; i++) g->ranks[i] = ranks ? ranks[i] : i;
+    if (!live_add(g)) {
+        rc = XDEV_ERR_ARG;
+        goto fail;
+    }
     g->watch_done = 1;
     if (n > 1) {
         rc = xdev_irecv(dev, NULL, 0, XDEV_ANY_SOURCE, XDEV_COLL_NOTICE_TAG, ctx, &g->watch);
-        if (rc) goto fail;
+        if (rc) {
+            live_remove(g);
+            goto fail;
+        }
         g->watch_done = 0;
     }
     *grp = g;
@@ -71,6 +108,7 @@ int xdev_coll_group_free(xdev_coll_group_t *g)
         while ((rc = xdev_wait(&g->watch, NULL)) == XDEV_ERR_WOKEN)
             ;
     }
+    live_remove(g);
     free(g->ranks);
     free(g->reqs);
     free(g->expect);

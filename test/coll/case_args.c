@@ -56,6 +56,19 @@ static void group_args(void)
     EXPECT(xdev_coll_group_create(t_dev, NULL, p, 1, &g), XDEV_ERR_INIT);
     unsetenv("XDEV_COLL_YIELD_US");
     CHECK(g == sentinel, "a failed group_create wrote its output");
+
+    t_phase("group_create on a context a group owns");
+    int ctx = t_next_ctx();
+    xdev_coll_group_t *owner;
+    CHECK_RC(xdev_coll_group_create(t_dev, NULL, p, ctx, &owner));
+    EXPECT(xdev_coll_group_create(t_dev, NULL, p, ctx, &g), XDEV_ERR_ARG);
+    EXPECT(xdev_coll_group_create(t_dev, &r, 1, ctx, &g), XDEV_ERR_ARG);
+    CHECK(g == sentinel, "a refused group_create wrote its output");
+    CHECK_RC(xdev_coll_barrier(owner)); /* the owner still works */
+    CHECK_RC(xdev_coll_group_free(owner));
+    CHECK_RC(xdev_coll_group_create(t_dev, &r, 1, ctx, &g)); /* free again */
+    CHECK_RC(xdev_coll_group_free(g));
+    g = sentinel;
     EXPECT(xdev_coll_group_rank(NULL), XDEV_ERR_ARG);
     EXPECT(xdev_coll_group_size(NULL), XDEV_ERR_ARG);
     EXPECT(xdev_coll_group_free(NULL), XDEV_OK);
