@@ -77,8 +77,13 @@ def test_bad_buffers(dev, ring):
         dev.send(b"x", nxt, dest=nxt)  # given twice
     with pytest.raises(TypeError):
         dev.isend(b"x", nxt, tag=1.5)  # not an integer
-    with pytest.raises(OverflowError):
-        dev.isend(b"x", nxt, ctx=1 << 40)
+    for big in (1 << 31, 1 << 40, 1 << 64):  # out of an int: a bad value, as -2 is
+        with pytest.raises(ValueError):
+            dev.isend(b"x", nxt, ctx=big)
+        with pytest.raises(ValueError):
+            dev.isend(b"x", big)
+        with pytest.raises(ValueError):
+            dev.peer_state(big)
     with pytest.raises(TypeError):
         dev.iprobe(prev, tg=1)
     assert messages_sent(dev) == sent  # refused before anything was posted

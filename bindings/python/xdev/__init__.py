@@ -17,26 +17,40 @@ driven by the device's file descriptor on the running loop.
 """
 import asyncio
 import atexit
+import ctypes
 import pickle
+import signal as _signal
 import weakref
 
-import signal as _signal
 
-from . import _xdev
+def _import_keeping_signal_handlers():
+    """Import the extension, then put back every signal's C handler.
 
-# Loading the extension loads libfabric, and Debian's links PSM's
-# libinfinipath, whose constructor installs C handlers of its own for
-# SIGINT, SIGTERM, SIGSEGV and more (they exit with status 1): Ctrl-C
-# would no longer raise KeyboardInterrupt. Put Python's back.
-for _sig in _signal.valid_signals():
-    try:
-        _handler = _signal.getsignal(_sig)
-        if _handler is not None:
-            _signal.signal(_sig, _handler)
-    except (OSError, ValueError, RuntimeError):  # SIGKILL and the like; not the main thread
-        pass
+    Loading it loads libfabric, and Debian's links PSM's libinfinipath,
+    whose constructor installs handlers of its own for SIGINT, SIGTERM,
+    SIGSEGV and more (they exit with status 1): Ctrl-C would no longer raise
+    KeyboardInterrupt, and faulthandler would be gone. What was there is
+    saved with sigaction(2) itself, as Python's signal module cannot see
+    handlers installed from C (faulthandler's).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = 512  # more than any libc's struct sigaction
+    saved = {}
+    for sig in _signal.valid_signals():
+        act = ctypes.create_string_buffer(size)
+        if libc.sigaction(int(sig), None, act) == 0:
+            saved[int(sig)] = act
+    from . import _xdev
+    now = ctypes.create_string_buffer(size)
+    for sig, act in saved.items():
+        if libc.sigaction(sig, None, now) == 0 and now.raw != act.raw:
+            libc.sigaction(sig, act, None)
+    return _xdev
+
+
+_xdev = _import_keeping_signal_handlers()
 from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_INIT, ERR_PEER, ERR_TRUNCATE,
-                    PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request,
+                    ERR_WOKEN, PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request,
                     Status, TruncationError, version)
 
 __all__ = ["Device", "Request", "Message", "Status", "Error", "TruncationError", "PeerError",
@@ -48,6 +62,11 @@ Error.status = property(lambda e: e.args[2] if len(e.args) > 2 else None,
                         doc="the Status of the failed operation, when it has one")
 
 _open_devices = weakref.WeakSet()
+
+
+def _fail_if_pending(fut):
+    if not fut.done():
+        fut.set_exception(Error(ERR_WOKEN, "the device was closed", None))
 
 
 @atexit.register
@@ -122,10 +141,18 @@ class Device(_xdev.Device):
         return await self.wait_async(self.irecv(buf, source, tag, ctx))
 
     def close(self):
+        """Finalize. Calls blocked in the device (in any thread) are woken
+        first and raise Error (code ERR_WOKEN), or finish a request that had
+        begun; requests awaited in asyncio fail with the same Error."""
         loop = getattr(self, "_loop_reader", None)
         if loop is not None and not loop.is_closed():
             loop.remove_reader(self.fileno())
         self._loop_reader = None
         _open_devices.discard(self)
+        awaited = getattr(self, "_awaited", {})
         super().close()
+        for fut in awaited.values():
+            if not fut.done() and not fut.get_loop().is_closed():
+                fut.get_loop().call_soon_threadsafe(_fail_if_pending, fut)
+        awaited.clear()
 

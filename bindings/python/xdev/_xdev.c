@@ -19,10 +19,12 @@
  * and giving the GIL up and taking it back costs about as much), then
  * releases the GIL and waits in slices of at most 20 ms (a spin on
  * xdev_test, then a sleep on xdev_fd after xdev_arm), then takes the GIL
- * back and runs the signal handlers:
- * Ctrl-C raises KeyboardInterrupt within a slice. An interrupted receive
- * that has not begun is cancelled; anything that has begun is finished
- * first, since its buffer cannot be left to xdev. The blocking calls keep
+ * back, runs the signal handlers and looks for wakeup():
+ * Ctrl-C raises KeyboardInterrupt within a slice, wakeup() Error
+ * (ERR_WOKEN). An interrupted or woken receive that has not begun is
+ * cancelled; anything that has begun is finished first, since its buffer
+ * cannot be left to xdev. close() wakes the calls waiting without the GIL
+ * and finalizes once they have left (`inside`). The blocking calls keep
  * their request and buffer view on the C stack and leave `user` NULL: no
  * Request object is made, and peek() passes over such a request (its
  * caller reaps it).
@@ -34,6 +36,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <xdev.h>
 
 #define SLICE_MS 20
@@ -88,6 +91,12 @@ typedef struct {
     xdev_t *dev;
     int fd;           /* xdev_fd, made on first need; -1 before */
     PyObject *live;   /* set of active Request objects */
+    pid_t pid;        /* the process that made dev: a forked child's
+                       * close() leaves it alone */
+    /* Changed only with the GIL held: */
+    unsigned wakes;   /* wakeup() calls, as blocked calls see them */
+    int inside;       /* calls waiting in dev without the GIL */
+    bool closing;     /* close() waits for those to leave */
 } DeviceObject;
 
 typedef struct {
@@ -104,10 +113,21 @@ static PyTypeObject DeviceType, RequestType, MessageType;
 
 static bool device_ok(DeviceObject *d)
 {
-    if (!d->dev)
+    bool ok = d->dev && !d->closing;
+    if (!ok)
         PyErr_SetString(PyExc_ValueError, "xdev: the device is closed");
-    return d->dev != NULL;
+    return ok;
 }
+
+/* A call about to wait in dev without the GIL: close() waits until it
+ * leaves. The number returned tells it whether wakeup() came since. */
+static unsigned enter(DeviceObject *d)
+{
+    d->inside++;
+    return d->wakes;
+}
+
+static void leave(DeviceObject *d) { d->inside--; }
 
 static double now_ms(void)
 {
@@ -116,50 +136,92 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Wait for req (without the GIL) for one slice at most: a spin on
- * xdev_test, then sleeps on the device fd. 1 if it completed (and was
- * reaped into *st), 0 if not yet, < 0 an xdev error. */
-static int wait_slice(xdev_t *dev, int fd, xdev_request_t *req, xdev_status_t *st)
+/* One look of a blocking call (xdev_test, xdev_iprobe, ...), which also
+ * drives progress: 1 done, 0 not yet, < 0 an xdev error. */
+typedef int (*attempt_fn)(xdev_t *dev, void *arg);
+
+/* Attempt for one slice at most (without the GIL): a spin, then sleeps on
+ * the device fd. */
+static int wait_slice(xdev_t *dev, int fd, attempt_fn attempt, void *arg)
 {
-    int done = 0, rc = 0;
+    int rc = 0;
     double end = now_ms() + SLICE_MS;
-    for (int i = 0; i < SPIN_TESTS && !done && rc == 0; i++)
-        rc = xdev_test(req, &done, st);
-    while (!done && rc == 0 && now_ms() < end) {
+    for (int i = 0; i < SPIN_TESTS && rc == 0; i++)
+        rc = attempt(dev, arg);
+    while (rc == 0 && now_ms() < end) {
         if (fd >= 0 && xdev_arm(dev) == XDEV_OK)
             poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, SLICE_MS);
-        rc = xdev_test(req, &done, st);
+        rc = attempt(dev, arg);
     }
-    return rc < 0 ? rc : done;
+    return rc;
 }
 
-/* Block until req completes; *st filled. Returns 0, an xdev error (< 0),
- * or 1 when a signal handler raised (the request is finished or cancelled
- * and reaped first, so its memory is the caller's again). */
-static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st)
+/* Attempt until done, in slices; between them, with the GIL and if
+ * `watch`, run the signal handlers and look for wakeup(). 1 done, < 0 an
+ * xdev error, XDEV_ERR_WOKEN if woken, or 0 when a signal handler raised. */
+static int wait_until(DeviceObject *d, attempt_fn attempt, void *arg, bool watch)
 {
-    int done = 0, rc = XDEV_OK;
-    for (int i = 0; i < GIL_SPIN_TESTS && rc == XDEV_OK && !done; i++)
-        rc = xdev_test(req, &done, st);
-    if (rc != XDEV_OK || done)
+    int rc = 0;
+    for (int i = 0; i < GIL_SPIN_TESTS && rc == 0; i++)
+        rc = attempt(d->dev, arg);
+    if (rc != 0)
         return rc;
     if (d->fd < 0) {
         int fd = xdev_fd(d->dev);
         d->fd = fd >= 0 ? fd : -1;
     }
-    bool interrupted = false;
-    for (;;) {
+    unsigned since = enter(d);
+    while (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
-        rc = wait_slice(d->dev, d->fd, req, st);
+        rc = wait_slice(d->dev, d->fd, attempt, arg);
         Py_END_ALLOW_THREADS
-        if (rc != 0)
+        if (rc != 0 || !watch)
+            continue;
+        if (PyErr_CheckSignals() < 0)
             break;
-        if (!interrupted && PyErr_CheckSignals() < 0) {
-            interrupted = true;
-            xdev_cancel(req); /* XDEV_ERR_TOO_LATE: it finishes whole */
+        if (d->wakes != since) {
+            rc = XDEV_ERR_WOKEN;
+            break;
         }
     }
-    return rc < 0 ? rc : interrupted ? 1 : 0;
+    leave(d);
+    return rc;
+}
+
+struct test_args {
+    xdev_request_t *req;
+    xdev_status_t *st;
+};
+
+static int attempt_test(xdev_t *dev, void *arg)
+{
+    (void)dev;
+    struct test_args *a = arg;
+    int done = 0, rc = xdev_test(a->req, &done, a->st);
+    return rc < 0 ? rc : done;
+}
+
+/* Block until req completes, reaping it into *st. Returns 0, an xdev
+ * error (< 0), or 1 when a signal handler raised. Interrupted, or woken
+ * when `mine` (a blocking call's own request), the request is cancelled
+ * and waited for, so that its memory is the caller's again: woken, the
+ * call then returns XDEV_ERR_WOKEN if the cancel took, as if not woken if
+ * it was too late. A Request's wait() that is woken returns
+ * XDEV_ERR_WOKEN with the request still active. */
+static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st, bool mine)
+{
+    struct test_args a = { req, st };
+    int rc = wait_until(d, attempt_test, &a, true);
+    if (rc == 1 || (rc < 0 && (rc != XDEV_ERR_WOKEN || !mine)))
+        return rc == 1 ? 0 : rc;
+    int why = rc; /* 0: a signal handler raised; or woken */
+    xdev_cancel(req); /* XDEV_ERR_TOO_LATE: it finishes whole */
+    rc = wait_until(d, attempt_test, &a, false);
+    if (rc < 0)
+        return rc;
+    if (why == 0)
+        return 1;
+    return st->error == XDEV_ERR_CANCELED ? XDEV_ERR_WOKEN : 0;
 }
 
 /* A buffer argument: C-contiguous, and writable for a receive. */
@@ -210,16 +272,21 @@ static int gather(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
     return 0;
 }
 
-/* An int argument, left at its default if not given. */
+/* An int argument, left at its default if not given. Out of an int's
+ * range is a ValueError, as any other bad rank, tag or context. */
 static int int_arg(PyObject *o, const char *name, int *out)
 {
     if (!o)
         return 0;
     long x = PyLong_AsLong(o);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
+    if (x == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        x = LONG_MAX;
+    }
     if (x < INT_MIN || x > INT_MAX)
-        return PyErr_Format(PyExc_OverflowError, "xdev: '%s' is out of range", name), -1;
+        return PyErr_Format(PyExc_ValueError, "xdev: '%s' is out of range", name), -1;
     *out = (int)x;
     return 0;
 }
@@ -361,7 +428,7 @@ static PyObject *blocking(DeviceObject *d, PyObject *buf, const int v[3], enum o
     xdev_status_t st;
     int rc = start(d->dev, op, &view, v, &req);
     if (rc == XDEV_OK)
-        rc = wait_request(d, &req, &st);
+        rc = wait_request(d, &req, &st, true);
     PyBuffer_Release(&view);
     return outcome(rc, &st, op == OP_RECV);
 }
@@ -417,23 +484,45 @@ static PyObject *dev_iprobe(P2P_ARGS)
     return found ? status_new(&st) : Py_NewRef(Py_None);
 }
 
-/* probe: iprobe until found, in slices so that Ctrl-C gets through. */
+/* The blocking probes look with xdev_iprobe / xdev_improbe in slices (so
+ * that Ctrl-C and wakeup() get through); a named source that died with
+ * nothing matching left makes them ask the blocking call, which then fails
+ * at once with XDEV_ERR_PEER (or finds what came in meanwhile). */
+struct probe_args {
+    int src, tag, ctx;
+    xdev_status_t *st;
+    xdev_message_t *msg; /* NULL: a plain probe */
+};
+
+static int attempt_probe(xdev_t *dev, void *arg)
+{
+    struct probe_args *a = arg;
+    int found = 0;
+    int rc = a->msg ? xdev_improbe(dev, a->src, a->tag, a->ctx, &found, a->msg, a->st)
+                    : xdev_iprobe(dev, a->src, a->tag, a->ctx, &found, a->st);
+    if (rc < 0 || found)
+        return rc < 0 ? rc : 1;
+    if (a->src == XDEV_ANY_SOURCE || xdev_peer_state(dev, a->src) != XDEV_PEER_DEAD)
+        return 0;
+    rc = a->msg ? xdev_mprobe(dev, a->src, a->tag, a->ctx, a->msg, a->st)
+                : xdev_probe(dev, a->src, a->tag, a->ctx, a->st);
+    return rc < 0 ? rc : 1;
+}
+
+/* probe(source, tag, ctx) -> Status; as xdev_probe, a dead sender's cut
+ * marker raises PeerError (with its Status). */
 static PyObject *dev_probe(P2P_ARGS)
 {
-    int src, tag, ctx, found = 0, rc = XDEV_OK;
     xdev_status_t st;
-    if (!device_ok(d) || parse_match(a, n, k, &src, &tag, &ctx) < 0)
+    struct probe_args pa = { .st = &st };
+    if (!device_ok(d) || parse_match(a, n, k, &pa.src, &pa.tag, &pa.ctx) < 0)
         return NULL;
-    while (rc == XDEV_OK && !found) {
-        Py_BEGIN_ALLOW_THREADS
-        double end = now_ms() + SLICE_MS;
-        while (rc == XDEV_OK && !found && now_ms() < end)
-            rc = xdev_iprobe(d->dev, src, tag, ctx, &found, &st);
-        Py_END_ALLOW_THREADS
-        if (rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
-            return NULL;
-    }
-    return rc == XDEV_OK ? status_new(&st) : raise_code(rc, NULL);
+    int rc = wait_until(d, attempt_probe, &pa, true);
+    if (rc == 0)
+        return NULL; /* what a signal handler raised */
+    if (rc < 0)
+        return raise_code(rc, rc == XDEV_ERR_PEER && st.error ? &st : NULL);
+    return st.error ? raise_code(st.error, &st) : status_new(&st);
 }
 
 /* The matched probe: a Message owns the claimed message until received. */
@@ -459,25 +548,22 @@ static PyObject *message_new(DeviceObject *d, const xdev_message_t *m, const xde
 
 /* Claim a matching message into *m: 1 found, 0 not (only when !block),
  * -1 with a Python exception set (an xdev error, or what a signal handler
- * raised). Blocking, it tries with the GIL held first, as wait_request. */
+ * raised). Not blocking, it is xdev_improbe's answer alone. */
 static int claim(P2P_ARGS, bool block, xdev_message_t *m, xdev_status_t *st)
 {
-    int src, tag, ctx, found = 0, rc = XDEV_OK;
-    if (!device_ok(d) || parse_match(a, n, k, &src, &tag, &ctx) < 0)
+    struct probe_args pa = { .st = st, .msg = m };
+    if (!device_ok(d) || parse_match(a, n, k, &pa.src, &pa.tag, &pa.ctx) < 0)
         return -1;
-    for (int i = 0; i < (block ? GIL_SPIN_TESTS : 1) && rc == XDEV_OK && !found; i++)
-        rc = xdev_improbe(d->dev, src, tag, ctx, &found, m, st);
-    while (block && rc == XDEV_OK && !found) {
-        Py_BEGIN_ALLOW_THREADS
-        double end = now_ms() + SLICE_MS;
-        do
-            rc = xdev_improbe(d->dev, src, tag, ctx, &found, m, st);
-        while (rc == XDEV_OK && !found && now_ms() < end);
-        Py_END_ALLOW_THREADS
-        if (rc == XDEV_OK && !found && PyErr_CheckSignals() < 0)
-            return -1;
+    int found = 0, rc;
+    if (block) {
+        rc = wait_until(d, attempt_probe, &pa, true);
+        if (rc == 0)
+            return -1; /* what a signal handler raised */
+        found = rc == 1;
+    } else {
+        rc = xdev_improbe(d->dev, pa.src, pa.tag, pa.ctx, &found, m, st);
     }
-    if (rc != XDEV_OK)
+    if (rc < 0)
         return raise_code(rc, NULL), -1;
     return found;
 }
@@ -507,7 +593,7 @@ static PyObject *dev_recv_bytes(P2P_ARGS)
     int rc = xdev_imrecv(d->dev, data ? PyBytes_AS_STRING(data) : NULL, data ? st.msg_len : 0,
                          &m, &req);
     if (rc == XDEV_OK)
-        rc = wait_request(d, &req, &st);
+        rc = wait_request(d, &req, &st, true);
     PyObject *status = outcome(rc, &st, true);
     if (!data || !status) {
         Py_XDECREF(data);
@@ -535,9 +621,22 @@ static PyObject *dev_recv_obj(P2P_ARGS)
 static PyObject *dev_improbe(P2P_ARGS) { return matched_probe(d, a, n, k, false); }
 static PyObject *dev_mprobe(P2P_ARGS) { return matched_probe(d, a, n, k, true); }
 
+/* Progress without handing anything out: 1 once anything moved or the
+ * deadline (ms of now_ms(); 0: none) passed. */
+static int attempt_progress(xdev_t *dev, void *arg)
+{
+    const double *end = arg;
+    int rc = xdev_progress(dev);
+    return rc < 0 ? rc : rc > 0 || (*end && now_ms() >= *end);
+}
+
 /* peek(timeout=-1) -> the Request object that completed (the very one
  * posted), or None when the timeout (ms; 0 looks once, -1 forever)
- * passed. Below -1 is refused, as xdev_peek_timed refuses it. */
+ * passed. Below -1 is refused, as xdev_peek_timed refuses it.
+ * Completions are handed out only with the GIL held: the request (a
+ * Request's, or a blocking call's on its caller's stack) cannot be reaped
+ * and freed by its owner until we have read it; without the GIL, the wait
+ * only drives progress. */
 static PyObject *dev_peek(DeviceObject *d, PyObject *args)
 {
     int timeout = -1;
@@ -545,19 +644,20 @@ static PyObject *dev_peek(DeviceObject *d, PyObject *args)
         return NULL;
     if (timeout < -1)
         return raise_code(XDEV_ERR_ARG, NULL);
+    double end = timeout > 0 ? now_ms() + timeout : 0;
     xdev_request_t *done = NULL;
     int rc;
     for (;;) {
-        int slice = timeout < 0 || timeout > SLICE_MS ? SLICE_MS : timeout;
-        Py_BEGIN_ALLOW_THREADS
         do /* a blocking call's own request: its caller reaps it */
-            rc = xdev_peek_timed(d->dev, slice, &done);
+            rc = xdev_peek_timed(d->dev, 0, &done);
         while (rc == XDEV_OK && !done->user);
-        Py_END_ALLOW_THREADS
-        if (rc != XDEV_ERR_TIMEOUT || (timeout >= 0 && (timeout -= slice) <= 0))
+        if (rc != XDEV_ERR_TIMEOUT || timeout == 0 || (end && now_ms() >= end))
             break;
-        if (PyErr_CheckSignals() < 0)
-            return NULL;
+        rc = wait_until(d, attempt_progress, &end, true);
+        if (rc == 0)
+            return NULL; /* what a signal handler raised */
+        if (rc < 0)
+            break;
     }
     if (rc == XDEV_ERR_TIMEOUT)
         return Py_NewRef(Py_None);
@@ -567,12 +667,22 @@ static PyObject *dev_peek(DeviceObject *d, PyObject *args)
     return Py_NewRef((PyObject *)done->user);
 }
 
+/* Every call blocked in the device at this moment raises Error (code
+ * ERR_WOKEN), as in C; a blocking call whose request had begun completes
+ * instead. Blocked calls see the count change between slices (xdev_wakeup
+ * ends xdev's own sleeps at once). */
+static void wake_all(DeviceObject *d)
+{
+    d->wakes++;
+    xdev_wakeup(d->dev);
+}
+
 static PyObject *dev_wakeup(DeviceObject *d, PyObject *unused)
 {
     (void)unused;
     if (!device_ok(d))
         return NULL;
-    xdev_wakeup(d->dev);
+    wake_all(d);
     Py_RETURN_NONE;
 }
 
@@ -608,8 +718,9 @@ static PyObject *dev_arm(DeviceObject *d, PyObject *unused)
 
 static PyObject *dev_peer_state(DeviceObject *d, PyObject *args)
 {
+    PyObject *o;
     int rank;
-    if (!device_ok(d) || !PyArg_ParseTuple(args, "i", &rank))
+    if (!device_ok(d) || !PyArg_ParseTuple(args, "O", &o) || int_arg(o, "rank", &rank) < 0)
         return NULL;
     int rc = xdev_peer_state(d->dev, rank);
     return rc < 0 ? raise_code(rc, NULL) : PyLong_FromLong(rc);
@@ -645,17 +756,33 @@ static PyObject *dev_stats(DeviceObject *d, PyObject *unused)
     return out;
 }
 
-/* Finalize: what was never reaped is abandoned by xdev and freed here. */
+/* Finalize: what was never reaped is abandoned by xdev and freed here.
+ * Calls blocked in the device are woken first, and finalize waits until
+ * they have left (each raises, or completes a request that had begun). A
+ * forked child only lets go of its copy: finalizing would tear down the
+ * parent's connections and shared memory. */
 static PyObject *dev_close(DeviceObject *d, PyObject *unused)
 {
     (void)unused;
-    if (!d->dev)
+    if (!d->dev || d->closing)
         Py_RETURN_NONE;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = xdev_finalize(d->dev);
-    Py_END_ALLOW_THREADS
+    d->closing = true;
+    int rc = XDEV_OK;
+    if (d->pid == getpid()) {
+        while (d->inside > 0) {
+            wake_all(d);
+            Py_BEGIN_ALLOW_THREADS
+            poll(NULL, 0, 1);
+            Py_END_ALLOW_THREADS
+        }
+        xdev_t *dev = d->dev;
+        d->dev = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rc = xdev_finalize(dev);
+        Py_END_ALLOW_THREADS
+    }
     d->dev = NULL;
+    d->closing = false;
     PyObject *left = PySequence_List(d->live);
     for (Py_ssize_t i = 0; left && i < PyList_GET_SIZE(left); i++)
         request_reaped((RequestObject *)PyList_GET_ITEM(left, i));
@@ -771,6 +898,7 @@ static int dev_init(DeviceObject *d, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     bool given = list != NULL;
     PyMem_Free(list);
+    d->pid = getpid();
     if (rc != XDEV_OK) {
         d->dev = NULL;
         if (rc == XDEV_ERR_ARG && given)
@@ -849,13 +977,13 @@ static PyMethodDef dev_methods[] = {
     { "recv_obj", (PyCFunction)(void (*)(void))dev_recv_obj, METH_FASTCALL | METH_KEYWORDS, "recv_obj(source, tag, ctx) -> (obj, Status): receive what send_obj sent" },
     { "recv_bytes", (PyCFunction)(void (*)(void))dev_recv_bytes, METH_FASTCALL | METH_KEYWORDS, "recv_bytes(source, tag, ctx) -> (bytes, Status): a whole message of any length" },
     { "peek", (PyCFunction)dev_peek, METH_VARARGS, "peek(timeout_ms=-1) -> the completed Request, or None" },
-    { "wakeup", (PyCFunction)dev_wakeup, METH_NOARGS, "make calls blocked in xdev return" },
+    { "wakeup", (PyCFunction)dev_wakeup, METH_NOARGS, "make every call blocked in the device raise Error (ERR_WOKEN)" },
     { "progress", (PyCFunction)dev_progress, METH_NOARGS, "drive transfers once; True if anything moved" },
     { "fileno", (PyCFunction)dev_fileno, METH_NOARGS, "the fd to poll (xdev_fd)" },
     { "arm", (PyCFunction)dev_arm, METH_NOARGS, "True if sleeping on fileno() is safe now" },
     { "peer_state", (PyCFunction)dev_peer_state, METH_VARARGS, "PEER_UNKNOWN, PEER_ALIVE or PEER_DEAD" },
     { "stats", (PyCFunction)dev_stats, METH_NOARGS, "counters (xdev_stats) as a dict" },
-    { "close", (PyCFunction)dev_close, METH_NOARGS, "finalize the device" },
+    { "close", (PyCFunction)dev_close, METH_NOARGS, "wake the calls blocked in other threads, wait for them, finalize" },
     { "__enter__", dev_enter, METH_NOARGS, NULL },
     { "__exit__", (PyCFunction)dev_exit, METH_VARARGS, NULL },
     { NULL, NULL, 0, NULL },
@@ -894,8 +1022,10 @@ static PyObject *req_wait(RequestObject *r, PyObject *unused)
     if (!device_ok(r->device))
         return NULL;
     xdev_status_t st;
-    int rc = wait_request(r->device, r->req, &st); /* reaps it, whatever happens */
-    request_reaped(r);
+    int rc = wait_request(r->device, r->req, &st, false);
+    if (rc == XDEV_ERR_WOKEN) /* still active: wait again, test or cancel */
+        return raise_code(rc, NULL);
+    request_reaped(r); /* reaped (or not ours to reap: another thread's) */
     if (rc == 1)
         return NULL;
     if (rc < 0)
@@ -1035,7 +1165,7 @@ static PyObject *msg_recv(MessageObject *m, PyObject *args)
     int rc = xdev_imrecv(m->device->dev, view.buf, (size_t)view.len, &m->msg, &req);
     if (rc == XDEV_OK) {
         m->used = true;
-        rc = wait_request(m->device, &req, &st);
+        rc = wait_request(m->device, &req, &st, true);
     }
     PyBuffer_Release(&view);
     return outcome(rc, &st, true);
@@ -1138,7 +1268,8 @@ PyMODINIT_FUNC PyInit__xdev(void)
         PyModule_AddIntConstant(m, "ERR_TRUNCATE", XDEV_ERR_TRUNCATE) < 0 ||
         PyModule_AddIntConstant(m, "ERR_PEER", XDEV_ERR_PEER) < 0 ||
         PyModule_AddIntConstant(m, "ERR_CANCELED", XDEV_ERR_CANCELED) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_INIT", XDEV_ERR_INIT) < 0) {
+        PyModule_AddIntConstant(m, "ERR_INIT", XDEV_ERR_INIT) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_WOKEN", XDEV_ERR_WOKEN) < 0) {
         Py_DECREF(m);
         return NULL;
     }
