@@ -159,7 +159,10 @@ typedef struct xdev_config {
     size_t eager_limit;      /* largest message sent eagerly (the PSL);
                               * larger ones use rendezvous */
     size_t unexpected_limit; /* bytes of unexpected eager data buffered
-                              * before senders are slowed down */
+                              * before senders are slowed down (exceeded
+                              * only to reach a reply, rendezvous data or
+                              * ack that a waiting request needs from the
+                              * same sender) */
     int peer_timeout_ms;     /* how long to try to reach a peer that has not
                               * published an address or refuses connections
                               * before its requests fail with XDEV_ERR_PEER */

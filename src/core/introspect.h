@@ -9,7 +9,8 @@
 #include "xdev.h"
 
 /* Bytes of unexpected-message memory the device holds now, and the most it
- * ever held. Both stay at or under xdev_config_t.unexpected_limit. */
+ * ever held. Both stay at or under xdev_config_t.unexpected_limit unless a
+ * request waited for something behind the unexpected messages. */
 size_t xdev_unexpected_bytes(xdev_t *dev);
 size_t xdev_unexpected_peak(xdev_t *dev);
 

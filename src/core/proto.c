@@ -99,12 +99,13 @@ static void rx_into(xdev_rx_t *rx, xreq_t *r, size_t n)
 /* ---- unexpected queue ---- */
 
 /* Give e a buffer for payload bytes, counted against the bound together
- * with the entry itself. False (nothing charged) when the bound or memory
- * says no: the payload must then wait where it is (deferred). */
-static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload)
+ * with the entry itself (past it when `over`: see stream_awaited). False
+ * (nothing charged) when the bound or memory says no: the payload must
+ * then wait where it is (deferred). */
+static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload, bool over)
 {
     size_t bytes = UX_ENTRY_COST + payload;
-    if (d->ux_bytes + bytes > d->cfg.unexpected_limit)
+    if (!over && d->ux_bytes + bytes > d->cfg.unexpected_limit)
         return false;
     if (payload && !(e->data = xdev_payload_get(&d->payloads, payload, &e->data_cap)))
         return false;
@@ -113,6 +114,48 @@ static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload)
         d->ux_peak = d->ux_bytes;
     e->charge = bytes;
     return true;
+}
+
+/* Does a request of ours wait for a message that comes on peer's stream (a
+ * rendezvous reply, its data or end, a synchronous send's ack)? It may
+ * sit behind unexpected messages the program receives only once that
+ * request completed, so the stream must not stop at one of them for want
+ * of room: those are buffered past the bound. Looked for only when the
+ * bound is reached. */
+static bool stream_awaited(const xdev_t *d, int peer)
+{
+    for (uint32_t i = 0; i < d->nslots; i++) {
+        const xreq_t *r = d->slots[i].req;
+        if (!r)
+            continue;
+        if (r->kind == REQ_SEND ? r->peer == peer && (r->phase == PH_WAIT_REPLY ||
+                                                      (r->phase == PH_SEND_SYNC &&
+                                                       !(r->flags & F_ACKED)))
+                                : r->status.source == peer && r->phase == PH_WAIT_DATA)
+            return true;
+    }
+    return false;
+}
+
+/* A request now waits for something on peer's stream: if the stream
+ * stopped at an unexpected message for want of room, read it in past the
+ * bound (a stopped stream holds one such message, at its head). */
+static void stream_restart(xdev_t *d, int peer)
+{
+    if (!d->ux_deferred || peer == d->rank)
+        return;
+    for (uxmsg_t *e = d->ux_head; e; e = e->next) {
+        if (e->state != UX_DEFERRED || e->src != peer || e->self_sreq || e->rreq)
+            continue;
+        size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
+        if (ux_buffer(d, e, payload, true)) {
+            e->state = UX_ARRIVING;
+            d->ux_deferred--;
+            xdev_rx_t to = { .dst = e->data, .dst_len = payload };
+            peer_ops(d, peer)->resume(peer_tp(d, peer), e->token, &to);
+        }
+        return;
+    }
 }
 
 /* An entry that never made it into the queues. */
@@ -448,6 +491,8 @@ static void rndz_reply(xdev_t *d, xreq_t *r, int mode)
     int rc = send_ctl(d, peer, &h, r);
     if (rc != XDEV_OK)
         order_fail(d, r, rc);
+    else
+        stream_restart(d, peer);
 }
 
 /* Sender: offer s's data with RNDZ_START, exposing the buffer for the
@@ -482,6 +527,8 @@ static int rndz_start(xdev_t *d, xreq_t *s)
     }
     if (rc != XDEV_OK)
         req_complete(d, s, rc);
+    else
+        stream_restart(d, s->peer);
     return XDEV_OK;
 }
 
@@ -515,7 +562,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
                         s->len, 0);
     if (!e)
         return XDEV_ERR_NOMEM;
-    if (!sync && s->len <= d->cfg.eager_limit && ux_buffer(d, e, s->len)) {
+    if (!sync && s->len <= d->cfg.eager_limit && ux_buffer(d, e, s->len, false)) {
         if (s->niov)
             xdev_iov_gather(e->data, req_iov(s), s->niov, 0, s->len);
         else if (s->len)
@@ -580,6 +627,8 @@ int proto_send(xdev_t *d, xreq_t *s, bool sync)
     op_build_req(&s->op, &h, s, s->len);
     s->phase = sync ? PH_SEND_SYNC : PH_SEND_EAGER;
     send_op(d, s, s->peer);
+    if (sync)
+        stream_restart(d, s->peer);
     return XDEV_OK;
 }
 
@@ -668,7 +717,7 @@ static void ux_retry_deferred(xdev_t *d)
         if (e->state != UX_DEFERRED || e->self_sreq || e->rreq)
             continue;
         size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
-        if (!ux_buffer(d, e, payload))
+        if (!ux_buffer(d, e, payload, false))
             break;
         e->state = UX_ARRIVING;
         d->ux_deferred--;
@@ -720,7 +769,8 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     }
     rx->unexpected = true;
     size_t payload = rx->len;
-    if (ux_buffer(d, e, payload)) {
+    if (ux_buffer(d, e, payload, false) ||
+        (stream_awaited(d, peer) && ux_buffer(d, e, payload, true))) {
         e->state = UX_ARRIVING;
         rx->dst = e->data;
         rx->dst_len = payload;
