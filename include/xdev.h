@@ -55,10 +55,14 @@
  *    it names the sender or is a wildcard, fails with XDEV_ERR_PEER
  *    (status.source and status.tag name the message, status.count is 0),
  *    and so does every later receive naming the sender; nothing it sent
- *    after that message is ever delivered. To keep this, the receives of
- *    one sender's messages complete in the order the messages arrived: a
- *    receive whose message arrived behind a rendezvous from the same
- *    sender completes after that rendezvous has.
+ *    after that message is delivered once the death is known. To keep
+ *    this, the receives of one sender's messages complete in the order the
+ *    messages arrived: a receive whose message arrived behind a rendezvous
+ *    from the same sender that a receive has matched completes after that
+ *    rendezvous has. A rendezvous no receive has matched yet holds nothing
+ *    back (a program may receive a sender's messages in any order of
+ *    tags), so a later message received while the sender lived stays
+ *    received if the sender then dies before that rendezvous is.
  */
 #ifndef XDEV_H
 #define XDEV_H
@@ -269,9 +273,12 @@ XDEV_API int xdev_finalize(xdev_t *dev);
  * Completes when buf may be reused, which for a message of at most the
  * eager limit is usually before the call returns.
  * Errors: XDEV_ERR_ARG (NULL dev/req, NULL buf with len > 0, dst out of
- * range, negative tag or ctx, req still active), XDEV_ERR_PEER (dst is
- * known to be dead; nothing is posted). Later failures are reported in
- * the request's status.error.
+ * range, negative tag or ctx, req still active), XDEV_ERR_NOMEM. A dead
+ * peer is never an error of the post: a send to a rank known to be dead
+ * is posted and completes at once with status.error == XDEV_ERR_PEER, as
+ * a failure found later is reported in the request's status.error (a
+ * receive naming such a rank likewise, unless a message of it is still
+ * queued: see the prefix rule).
  */
 XDEV_API int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
                xdev_request_t *req);
