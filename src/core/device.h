@@ -228,6 +228,10 @@ struct xdev {
     struct boot_pmix *pmix;     /* started by a PMIx server (boot_pmix.c), or NULL */
     int event_fd;               /* xdev_fd's epoll set, made on first use, or -1 */
     int tick_fd;                /* a timerfd in it: transports' timers keep running */
+    /* With a progress thread, what it does behind the caller's event loop
+     * must wake the loop (event.c): */
+    uint64_t loop_seen;         /* activity + completions at xdev_progress */
+    bool loop_armed;            /* xdev_arm said OK; nothing woke it yet */
 };
 
 /* Locking: a no-op for single-threaded devices. Threads that have to
@@ -386,6 +390,8 @@ void progress_once(xdev_t *d);
 /* Arm every transport for sleeping on its wait_fd: XDEV_OK, or
  * XDEV_ERR_BUSY when one has work now (event.c has the event-loop side). */
 int arm_transports(xdev_t *d);
+/* event.c: the progress thread moved something; wake an armed caller's loop. */
+void event_loop_poke(xdev_t *d);
 /* Wait (dropping the lock while asleep) until done(d, arg) holds:
  * XDEV_OK; or until xdev_wakeup is called after the wait began:
  * XDEV_ERR_WOKEN; or timeout_ms pass (< 0: never): XDEV_ERR_TIMEOUT. The

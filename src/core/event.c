@@ -10,6 +10,12 @@
  * an armed device also wakes after a tick, XDEV_TICK_MS, to let them run.
  * A transport without a wait_fd shortens the tick to XDEV_TICK_MS_POLLED,
  * which is how such a transport is waited for at all.
+ *
+ * A progress thread reads the transports' fds itself, so what it receives
+ * or completes leaves them quiet: the caller's loop would sleep through it
+ * until the tick. So, with one, xdev_arm says XDEV_ERR_BUSY when anything
+ * moved since the caller's last xdev_progress, and once armed the thread
+ * fires the tick at once when anything moves (event_loop_poke).
  */
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -27,8 +33,30 @@ int xdev_progress(xdev_t *d)
     uint64_t activity = d->activity, completions = d->completions;
     progress_once(d);
     int moved = d->activity != activity || d->completions != completions;
+    d->loop_seen = d->activity + d->completions;
     dev_unlock(d);
     return moved;
+}
+
+static int set_tick(xdev_t *d, long ns)
+{
+    struct itimerspec when = { .it_value = { .tv_sec = ns / 1000000000L,
+                                             .tv_nsec = ns % 1000000000L } };
+    return timerfd_settime(d->tick_fd, 0, &when, NULL);
+}
+
+/* Called with the lock held. */
+static bool loop_missed_something(const xdev_t *d)
+{
+    return d->progress_thread_running && d->activity + d->completions != d->loop_seen;
+}
+
+void event_loop_poke(xdev_t *d)
+{
+    if (d->loop_armed && loop_missed_something(d)) {
+        d->loop_armed = false;
+        set_tick(d, 1);
+    }
 }
 
 static int make_event_fd(xdev_t *d)
@@ -78,16 +106,16 @@ int xdev_arm(xdev_t *d)
     if (!d)
         return XDEV_ERR_ARG;
     dev_lock(d);
-    int rc = d->event_fd < 0 ? XDEV_ERR_ARG : arm_transports(d);
+    int rc = d->event_fd < 0                ? XDEV_ERR_ARG
+             : loop_missed_something(d) ? XDEV_ERR_BUSY
+                                        : arm_transports(d);
     if (rc == XDEV_OK) {
         uint64_t expirations;
         ssize_t r = read(d->tick_fd, &expirations, sizeof expirations); /* consume the last tick */
         (void)r;
-        int ms = tick_ms(d);
-        struct itimerspec when = { .it_value = { .tv_sec = ms / 1000,
-                                                 .tv_nsec = (long)(ms % 1000) * 1000000L } };
-        if (timerfd_settime(d->tick_fd, 0, &when, NULL) != 0)
+        if (set_tick(d, tick_ms(d) * 1000000L) != 0)
             rc = XDEV_ERR_SYSTEM;
+        d->loop_armed = true;
     }
     dev_unlock(d);
     return rc;

@@ -210,6 +210,7 @@ static void *progress_main(void *arg)
     while (!__atomic_load_n(&d->progress_thread_stop, __ATOMIC_ACQUIRE)) {
         dev_lock(d);
         progress_once(d);
+        event_loop_poke(d);
         nap = d->activity != seen ? NAP_NS : nap * 2 < NAP_NS_IDLE ? nap * 2 : NAP_NS_IDLE;
         seen = d->activity;
         sleep_on_transports(d, 10, nap);
