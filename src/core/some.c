@@ -43,16 +43,36 @@ static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
     return i == n;
 }
 
+/* Lock held: is r still a request of ours? While xdev_waitsome slept,
+ * another thread's wait or test may have reaped it (its phase stays
+ * PH_DONE): reaping it again would free a slot twice. */
+static bool still_ours(xdev_t *d, xreq_t *r)
+{
+    return req_is_active(r) && req_lookup(d, r->id) == r;
+}
+
 static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, int *idx, xdev_status_t *st)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (!reqs[i] || xreq_of(reqs[i])->phase != PH_DONE)
+        if (!reqs[i])
             continue;
-        req_reap(d, xreq_of(reqs[i]), st ? &st[k] : NULL);
+        xreq_t *r = xreq_of(reqs[i]);
+        if (r->phase != PH_DONE || !still_ours(d, r))
+            continue;
+        req_reap(d, r, st ? &st[k] : NULL);
         idx[k++] = i;
     }
     return k;
+}
+
+/* Lock held: did another thread reap one of them? */
+static bool any_lost(xdev_t *d, int n, xdev_request_t *const *reqs)
+{
+    for (int i = 0; i < n; i++)
+        if (reqs[i] && !still_ours(d, xreq_of(reqs[i])))
+            return true;
+    return false;
 }
 
 struct some {
@@ -69,7 +89,7 @@ static bool any_done(xdev_t *d, void *arg)
     s->seen = d->completions;
     for (int i = 0; i < s->n; i++)
         if (s->reqs[i] && xreq_of(s->reqs[i])->phase == PH_DONE)
-            return true;
+            return true; /* ours to reap, or lost to another reaper */
     return false;
 }
 
@@ -97,6 +117,9 @@ static int some(int n, xdev_request_t *const *reqs, int *outcount, int *idx, xde
             *outcount = reap_done(d, n, reqs, idx, st);
         if (rc == XDEV_ERR_WOKEN && *outcount)
             rc = XDEV_OK;
+        /* as xdev_wait: the thread that lost the race gets XDEV_ERR_ARG */
+        if (wait && rc == XDEV_OK && !*outcount && any_lost(d, n, reqs))
+            rc = XDEV_ERR_ARG;
     }
     dev_unlock(d);
     return rc;

@@ -10,7 +10,12 @@
  *    (pending or complete), is refused with XDEV_ERR_ARG and nothing
  *    changes: the request completes and is reaped once, and later requests
  *    are reaped as usual. An all-NULL list reports 0.
+ *  - A thread in waitsome and one in xdev_wait on the same request, which
+ *    a send to oneself then completes: exactly one of them reaps it (the
+ *    other gets XDEV_ERR_ARG), and the device goes on reaping later
+ *    requests, 300 times.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,9 +174,58 @@ static void refused(void)
     h_barrier();
 }
 
+struct racer {
+    xdev_request_t *req;
+    int rc, reaped;
+};
+
+static void *waitsome_racer(void *arg)
+{
+    struct racer *w = arg;
+    xdev_request_t *list[1] = { w->req };
+    int idx[1], out = 0;
+    w->rc = xdev_waitsome(1, list, &out, idx, NULL);
+    w->reaped = w->rc == XDEV_OK ? out : 0;
+    return NULL;
+}
+
+static void raced(void)
+{
+    h_phase("some: waitsome and xdev_wait race for one request");
+    if (h_flags & XDEV_FLAG_SINGLE_THREAD)
+        return;
+    for (int i = 0; i < 300; i++) {
+        xdev_request_t r;
+        int val = 0, one = i;
+        CHECK_RC(xdev_irecv(h_dev, &val, sizeof val, h_rank, 30, CTX_SOME, &r));
+        struct racer w = { &r, 0, 0 };
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, waitsome_racer, &w) == 0, "pthread_create");
+        if (i % 2)
+            h_sleep_ms(1); /* now and then the racer is asleep in waitsome */
+        CHECK_RC(xdev_send(h_dev, &one, sizeof one, h_rank, 30, CTX_SOME));
+        int rc = xdev_wait(&r, NULL);
+        pthread_join(t, NULL);
+        CHECK(rc == XDEV_OK || rc == XDEV_ERR_ARG, "xdev_wait returned %d", rc);
+        CHECK(w.rc == XDEV_OK || w.rc == XDEV_ERR_ARG, "xdev_waitsome returned %d", w.rc);
+        int reaps = (rc == XDEV_OK) + w.reaped;
+        CHECK(reaps == 1, "round %d: the request was reaped %d times", i, reaps);
+        CHECK(val == i, "round %d: received %d", i, val);
+    }
+    /* the slots are sound: a later request is reaped as usual */
+    xdev_request_t r;
+    int val = 0, seven = 7;
+    CHECK_RC(xdev_irecv(h_dev, &val, sizeof val, h_rank, 31, CTX_SOME, &r));
+    CHECK_RC(xdev_send(h_dev, &seven, sizeof seven, h_rank, 31, CTX_SOME));
+    CHECK_RC(xdev_wait(&r, NULL));
+    CHECK(val == 7, "after the races: received %d", val);
+    h_barrier();
+}
+
 void case_some(void)
 {
     testsome_many();
     waitsome_mixed();
     refused();
+    raced();
 }
