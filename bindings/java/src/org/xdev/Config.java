@@ -28,6 +28,7 @@ public final class Config {
     private String transport, jobSecret;
     private long eagerLimit, unexpectedLimit;
     private final List<String> options = new ArrayList<>();
+    private boolean badOption;
 
     public Config rank(int rank) { this.rank = rank; set |= RANK; return this; }
 
@@ -74,18 +75,28 @@ public final class Config {
      * variable of that name: one the README's Environment table marks as
      * an option, such as option("XDEV_SHM_RING", "4m"). Checked by
      * {@link Device#init(Config)}, which throws XdevException ARG for a
-     * name that is not an option or a value it refuses. Given twice, the
+     * name that is not an option (also an empty one, or one with '=' or
+     * NUL) or a value it refuses (also one with NUL). Given twice, the
      * last value holds.
      */
     public Config option(String name, String value) {
-        options.add(Objects.requireNonNull(name, "option name") + "="
-                + Objects.requireNonNull(value, "option value"));
+        Objects.requireNonNull(name, "option name");
+        Objects.requireNonNull(value, "option value");
+        /* xdev gets "name=value" and splits it at the first '=', and C
+         * strings end at NUL: such a name or value would reach xdev as
+         * another one, so init refuses it as xdev refuses a bad option. */
+        if (name.isEmpty() || name.indexOf('=') >= 0 || name.indexOf('\0') >= 0
+                || value.indexOf('\0') >= 0)
+            badOption = true;
+        options.add(name + "=" + value);
         set |= OPTIONS;
         return this;
     }
 
     /** xdev_init with this configuration: the device's address, or an error code. */
     long start() {
+        if (badOption)
+            return XdevException.ARG;
         return Native.init(true, set, rank, size, peers, transport, jobSecret, eagerLimit,
                 unexpectedLimit, peerTimeoutMs, finalizeTimeoutMs, flags,
                 options.toArray(new String[0]));

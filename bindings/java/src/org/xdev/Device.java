@@ -63,9 +63,16 @@ public final class Device implements AutoCloseable {
         return new Device(handle);
     }
 
-    public int rank() { return rank; }
+    /* Kept from init, but a closed device has no rank: as every call, they throw. */
+    public int rank() {
+        checkOpen();
+        return rank;
+    }
 
-    public int size() { return size; }
+    public int size() {
+        checkOpen();
+        return size;
+    }
 
     /** xdev's version, "MAJOR.MINOR.PATCH". */
     public static String version() { return Native.version(); }
@@ -137,6 +144,10 @@ public final class Device implements AutoCloseable {
     }
 
     private void sendBuffer(ByteBuffer buf, int dst, int tag, int ctx, boolean sync) {
+        if (!buf.isDirect() && !buf.hasArray()) {
+            sendCopy(buf, dst, tag, ctx, sync);
+            return;
+        }
         if (!buf.isDirect()) {
             sendArray(backing(buf), backingOffset(buf), buf.remaining(), dst, tag, ctx, sync);
             return;
@@ -147,6 +158,29 @@ public final class Device implements AutoCloseable {
             try {
                 rc = Native.send(handle, buf, buf.position(), length(buf), dst, tag, ctx, sync);
             } finally {
+                c.leave();
+            }
+        } while (rc == XdevException.WOKEN);
+        XdevException.check(rc, null);
+    }
+
+    /*
+     * A read-only heap ByteBuffer hides its array, but sending only reads:
+     * its bytes are copied (get on a duplicate, which leaves buf alone)
+     * into the thread's scratch memory, as an array's would be.
+     */
+    private void sendCopy(ByteBuffer buf, int dst, int tag, int ctx, boolean sync) {
+        int len = buf.remaining();
+        int rc;
+        do {
+            Caller c = enter(true);
+            try {
+                long mem = c.scratch(len);
+                if (len > 0)
+                    Native.view(mem, len).put(buf.duplicate());
+                rc = Native.send(handle, null, mem, len, dst, tag, ctx, sync);
+            } finally {
+                c.releaseScratch();
                 c.leave();
             }
         } while (rc == XdevException.WOKEN);
@@ -192,6 +226,8 @@ public final class Device implements AutoCloseable {
     }
 
     private Request post(int op, ByteBuffer buf, int peer, int tag, int ctx, long[] msg) {
+        if (!buf.isDirect() && !buf.hasArray() && op < OP_IRECV)
+            return postCopy(op, buf, peer, tag, ctx);
         if (!buf.isDirect())
             return post(op, backing(buf), backingOffset(buf), buf.remaining(), peer, tag, ctx, msg);
         if (op >= OP_IRECV)
@@ -217,6 +253,22 @@ public final class Device implements AutoCloseable {
             /* a send's array was copied: the request need not keep it */
             Request r = new Request(this, receive ? array : null, k, offset, count, mem, bytes, receive);
             return post(r, op, null, mem, bytes, peer, tag, ctx, msg);
+        } finally {
+            c.leave();
+        }
+    }
+
+    /* A send from a read-only heap ByteBuffer: its bytes copied into a pooled
+     * block now (as sendCopy), which the request holds until reaped. */
+    private Request postCopy(int op, ByteBuffer buf, int peer, int tag, int ctx) {
+        int len = buf.remaining();
+        Caller c = enter(false);
+        try {
+            long mem = Pool.take(len);
+            if (len > 0)
+                Native.view(mem, len).put(buf.duplicate());
+            Request r = new Request(this, null, null, 0, 0, mem, len, false);
+            return post(r, op, null, mem, len, peer, tag, ctx, null);
         } finally {
             c.leave();
         }
@@ -470,10 +522,19 @@ public final class Device implements AutoCloseable {
         return c;
     }
 
-    /* A heap ByteBuffer takes the array path: its array from arrayOffset + position. */
+    private void checkOpen() {
+        if (closed)
+            throw new IllegalStateException("the xdev device is closed");
+    }
+
+    /*
+     * A heap ByteBuffer takes the array path: its array from arrayOffset +
+     * position. Only a read-only one hides its array, and sends copy those
+     * (sendCopy, postCopy): what gets here without one is a receive into it.
+     */
     private static byte[] backing(ByteBuffer buf) {
         if (!buf.hasArray())
-            throw new IllegalArgumentException("a read-only heap ByteBuffer: use a direct or a writable one");
+            throw new ReadOnlyBufferException();
         return buf.array();
     }
 

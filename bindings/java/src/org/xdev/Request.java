@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
 
 /**
  * A nonblocking operation: what isend, issend, irecv and
@@ -160,7 +161,9 @@ public final class Request {
     /**
      * Reaps every request of reqs that has completed, with one progress pass
      * (xdev_testsome), and returns their indices. Null entries, and
-     * requests already reaped, are skipped. All must belong to one device.
+     * requests already reaped, are skipped. All must belong to one device,
+     * and none may be listed twice (IllegalArgumentException, as xdev
+     * refuses both, before anything is reaped).
      */
     public static int[] testSome(Request... reqs) {
         return some(reqs, false);
@@ -184,6 +187,7 @@ public final class Request {
         }
         if (d == null)
             return new int[0];
+        refuseListedTwice(reqs);
         int n = reqs.length;
         long[] addrs = new long[n]; /* 0: not held by this call */
         int[] index = new int[n];
@@ -213,6 +217,23 @@ public final class Request {
             else if (rc != XdevException.WOKEN)
                 throw XdevException.of(rc, null);
         }
+    }
+
+    /* xdev_testsome and xdev_waitsome refuse a request listed twice, and
+     * so does this, whether it is active or not: else xdev's refusal would
+     * send the loop above round again for ever. */
+    private static void refuseListedTwice(Request[] reqs) {
+        if (reqs.length <= 16) {
+            for (int i = 0; i < reqs.length; i++)
+                for (int j = i + 1; j < reqs.length; j++)
+                    if (reqs[i] != null && reqs[i] == reqs[j])
+                        throw new IllegalArgumentException("a request listed twice");
+            return;
+        }
+        IdentityHashMap<Request, Boolean> seen = new IdentityHashMap<>();
+        for (Request r : reqs)
+            if (r != null && seen.put(r, Boolean.TRUE) != null)
+                throw new IllegalArgumentException("a request listed twice");
     }
 
     /* ---- the reaping protocol ---- */

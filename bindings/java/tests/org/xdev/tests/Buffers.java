@@ -1,9 +1,11 @@
 package org.xdev.tests;
 
 import static org.xdev.tests.Check.equal;
+import static org.xdev.tests.Check.raises;
 import static org.xdev.tests.Check.that;
 
 import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -42,6 +44,7 @@ public final class Buffers {
             Check.run(dev, "direct ByteBuffer: position to limit, blocking", () -> t.directSlice(false));
             Check.run(dev, "direct ByteBuffer: position to limit, nonblocking", () -> t.directSlice(true));
             Check.run(dev, "heap ByteBuffer", t::heapBuffer);
+            Check.run(dev, "read-only heap ByteBuffer: sent, never received into", t::readOnlyHeap);
             Check.run(dev, "arrays of every kind, blocking", t::arraysBlocking);
             Check.run(dev, "arrays of every kind, nonblocking: copied in on post, out when reaped",
                       t::arraysNonblocking);
@@ -114,6 +117,29 @@ public final class Buffers {
             equal(6, dev.irecv(buf, peer, 2, 0).waitFor().count(), "count");
             that(Arrays.equals(backing, expected), "irecv into a heap buffer: " + Arrays.toString(backing));
             equal(2, buf.position(), "position");
+        }
+    }
+
+    /* Its array is hidden, but sending only reads: it is copied from (used
+     * to throw IllegalArgumentException), and a receive into it throws
+     * what one into a read-only direct buffer does. */
+    private void readOnlyHeap() {
+        ByteBuffer ro = ByteBuffer.wrap(new byte[] { 9, 8, 7, 6, 5 }).position(1).asReadOnlyBuffer();
+        if (me == 0) {
+            dev.send(ro, peer, 12, 0);
+            dev.isend(ro, peer, 12, 0).waitFor();
+            equal(1, ro.position(), "position");
+        } else {
+            for (int i = 0; i < 2; i++) {
+                byte[] in = new byte[4];
+                equal(4, dev.recv(in, 0, 4, peer, 12, 0).count(), "count");
+                that(Arrays.equals(in, new byte[] { 8, 7, 6, 5 }), "payload " + Arrays.toString(in));
+            }
+        }
+        for (ByteBuffer b : new ByteBuffer[] { ByteBuffer.allocate(4).asReadOnlyBuffer(),
+                                               ByteBuffer.allocateDirect(4).asReadOnlyBuffer() }) {
+            raises(ReadOnlyBufferException.class, () -> dev.recv(b, peer, 12, 0));
+            raises(ReadOnlyBufferException.class, () -> dev.irecv(b, peer, 12, 0));
         }
     }
 

@@ -228,6 +228,15 @@ public final class Calls {
     }
 
     private void testSomeWaitSome() {
+        /* As xdev refuses a request listed twice, before reaping anything
+         * (it used to look again forever). */
+        Request twice = dev.irecv(direct(4), me, 28, 0);
+        dev.send(direct(4), me, 28, 0);
+        raises(IllegalArgumentException.class, () -> Request.testSome(twice, null, twice));
+        raises(IllegalArgumentException.class, () -> Request.waitSome(twice, twice));
+        that(!twice.isDone(), "a refused testSome or waitSome reaped it");
+        equal(0, Request.waitSome(twice)[0], "the index of the one entry");
+        raises(IllegalArgumentException.class, () -> Request.testSome(twice, twice)); /* reaped too */
         if (me == 0) {
             Request[] reqs = new Request[5];
             for (int i = 0; i < 4; i++)
@@ -307,6 +316,9 @@ public final class Calls {
         raises(IllegalArgumentException.class, () -> dev.send(new boolean[4], 0, 4, peer, 0, 0));
         raises(IllegalArgumentException.class, () -> dev.send("text", 0, 4, peer, 0, 0));
         raises(ReadOnlyBufferException.class, () -> dev.recv(direct(4).asReadOnlyBuffer(), peer, 0, 0));
+        /* a read-only heap buffer alike, whose array is hidden */
+        raises(ReadOnlyBufferException.class, () -> dev.recv(ByteBuffer.allocate(4).asReadOnlyBuffer(), peer, 0, 0));
+        raises(ReadOnlyBufferException.class, () -> dev.irecv(ByteBuffer.allocate(4).asReadOnlyBuffer(), peer, 0, 0));
         raises(NullPointerException.class, () -> dev.send((ByteBuffer) null, peer, 0, 0));
     }
 
@@ -330,5 +342,7 @@ public final class Calls {
         dev.close();
         raises(IllegalStateException.class, () -> dev.send(direct(1), peer, 0, 0));
         raises(IllegalStateException.class, () -> dev.iprobe(peer, 0, 0));
+        raises(IllegalStateException.class, dev::rank);
+        raises(IllegalStateException.class, dev::size);
     }
 }

@@ -18,14 +18,15 @@ final class Check {
     }
 
     static void run(Device dev, String name, Action c) {
+        int rank = dev.rank(); /* read first: a case may close the device */
         try {
             c.run();
         } catch (Throwable t) {
-            System.err.println("FAIL rank " + dev.rank() + ": " + name);
+            System.err.println("FAIL rank " + rank + ": " + name);
             t.printStackTrace();
             System.exit(1);
         }
-        if (dev.rank() == 0)
+        if (rank == 0)
             System.out.println("ok " + name);
     }
 

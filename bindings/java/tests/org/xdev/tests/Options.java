@@ -26,17 +26,28 @@ public final class Options {
         refused(new Config().option("XDEV_NO_SUCH_OPTION", "1"), "an unknown name");
         refused(new Config().option("XDEV_EAGER_LIMIT", "4k"), "a variable that is not an option");
         refused(new Config().option("XDEV_SHM_RING", "banana"), "a bad value");
+        /* "name=value" reaches xdev: a name with '=' (or NUL) would be read
+         * as another name and value. Next to options that start a device
+         * here, so that only the bad one can fail it: the first used to
+         * pass as XDEV_OFI_PROVIDER = "tcp=x". */
+        refused(startable().option("XDEV_OFI_PROVIDER=tcp", "x"), "a name with '='");
+        refused(startable().option("XDEV_OFI_PROVIDER\0", "tcp"), "a name with NUL");
+        refused(startable().option("", "tcp"), "an empty name");
+        refused(startable().option("XDEV_OFI_PROVIDER", "tcp\0"), "a value with NUL");
         equal(XdevException.INIT, raises(XdevException.class, Device::init).code(),
                 "the environment alone");
 
-        /* CMA_MIN 0: the rendezvous is one copy, pushed by the sender as
-         * write says (where the kernel allows CMA; else streamed). */
-        Config config = new Config().option("XDEV_SHM_CMA_MODE", "write")
-                .option("XDEV_SHM_CMA_MIN", "0");
-        try (Device dev = Device.init(config)) {
+        try (Device dev = Device.init(startable())) {
             Check.run(dev, "the option overrides the environment", () -> exchange(dev));
             Check.barrier(dev);
         }
+    }
+
+    /* What starts a device over the environment's bad CMA mode. CMA_MIN 0:
+     * the rendezvous is one copy, pushed by the sender as write says (where
+     * the kernel allows CMA; else streamed). */
+    private static Config startable() {
+        return new Config().option("XDEV_SHM_CMA_MODE", "write").option("XDEV_SHM_CMA_MIN", "0");
     }
 
     private static void refused(Config config, String what) {

@@ -49,6 +49,7 @@ public final class Threads {
         Check.run(dev, "the collector runs while a receive into an array waits", t::collectWhileBlocked);
         Check.run(dev, "four threads share the device", t::sharedDevice);
         Check.run(dev, "two threads wait for one request", t::twoWaiters);
+        Check.run(dev, "waitSome races waitSome, waitFor and test for one request", t::waitSomeRace);
         Check.run(dev, "a dropped request lives until peek hands it out", t::droppedRequest);
         Check.run(dev, "peek and waitFor race for the same requests", t::peekRacesWait);
         Check.run(dev, "close wakes a blocked thread, abandons what was never reaped, and lets it go",
@@ -236,6 +237,61 @@ public final class Threads {
             dev.recv(new byte[0], 0, 0, peer, 21, 0);
             dev.send(new byte[4], 0, 4, peer, 20, 0);
         }
+    }
+
+    /*
+     * Two threads reap one receive into an array, one with waitSome and
+     * the other with waitSome, waitFor or a test loop, as this thread sends
+     * the message (to itself): both return, and it is reaped once. Each
+     * rank, hundreds of times (a second or two). xdev_waitsome used to reap
+     * again, when it woke, what another thread had reaped while it slept:
+     * the JVM crashed in copyOut, or both waited forever.
+     */
+    private void waitSomeRace() throws Exception {
+        long end = System.nanoTime() + 3_000_000_000L;
+        int it;
+        for (it = 0; it < 600 && System.nanoTime() < end; it++) {
+            int mode = it % 3, value = it;
+            int[] in = new int[1];
+            Request r = dev.irecv(in, 0, 1, me, 1, 5);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            int[][] got = { new int[0], new int[0] };
+            Thread a = new Thread(() -> {
+                try {
+                    got[0] = Request.waitSome(r);
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            Thread b = new Thread(() -> {
+                try {
+                    if (mode == 0)
+                        got[1] = Request.waitSome(r);
+                    else if (mode == 1)
+                        r.waitFor();
+                    else
+                        while (r.test() == null)
+                            Thread.onSpinWait();
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            a.setDaemon(true);
+            b.setDaemon(true);
+            a.start();
+            b.start();
+            dev.send(new int[] { value }, 0, 1, me, 1, 5);
+            a.join(5000);
+            b.join(5000);
+            String where = "iteration " + it + " (" + new String[] { "waitSome", "waitFor", "test" }[mode] + ")";
+            that(!a.isAlive() && !b.isAlive(), where + ": a thread still waits");
+            that(failed.get() == null, where + ": " + failed.get());
+            that(r.isDone() && r.status().count() == 4 && in[0] == value, where + ": " + r.status());
+            that(got[0].length + got[1].length <= 1 && (mode != 0 || got[0].length + got[1].length == 1),
+                 where + ": waitSome reported it " + (got[0].length + got[1].length) + " times");
+        }
+        that(it >= 100, "only " + it + " iterations");
+        that(dev.iprobe(me, Device.ANY_TAG, 5) == null, "a message left over");
     }
 
     /* Rank 0 keeps only a weak reference to its request and the array; the
