@@ -77,7 +77,7 @@ public final class Config {
      * {@link Device#init(Config)}, which throws XdevException ARG for a
      * name that is not an option (also an empty one, or one with '=' or
      * NUL) or a value it refuses (also one with NUL). Given twice, the
-     * last value holds.
+     * last value holds, but each must be valid (as xdev_config_t.options).
      */
     public Config option(String name, String value) {
         Objects.requireNonNull(name, "option name");
