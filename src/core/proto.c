@@ -137,6 +137,20 @@ static bool stream_awaited(const xdev_t *d, int peer)
     return false;
 }
 
+/* Give deferred e a buffer (past the bound when `over`) and let its
+ * transport read it in; false if it stays deferred. */
+static bool ux_resume(xdev_t *d, uxmsg_t *e, bool over)
+{
+    size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
+    if (!ux_buffer(d, e, payload, over))
+        return false;
+    e->state = UX_ARRIVING;
+    d->ux_deferred--;
+    xdev_rx_t to = { .dst = e->data, .dst_len = payload };
+    peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, &to);
+    return true;
+}
+
 /* A request now waits for something on peer's stream: if the stream
  * stopped at an unexpected message for want of room, read it in past the
  * bound (a stopped stream holds one such message, at its head). */
@@ -147,13 +161,7 @@ static void stream_restart(xdev_t *d, int peer)
     for (uxmsg_t *e = d->ux_head; e; e = e->next) {
         if (e->state != UX_DEFERRED || e->src != peer || e->self_sreq || e->rreq)
             continue;
-        size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
-        if (ux_buffer(d, e, payload, true)) {
-            e->state = UX_ARRIVING;
-            d->ux_deferred--;
-            xdev_rx_t to = { .dst = e->data, .dst_len = payload };
-            peer_ops(d, peer)->resume(peer_tp(d, peer), e->token, &to);
-        }
+        ux_resume(d, e, true);
         return;
     }
 }
@@ -716,13 +724,8 @@ static void ux_retry_deferred(xdev_t *d)
     for (uxmsg_t *e = d->ux_head; e && d->ux_deferred; e = e->next) {
         if (e->state != UX_DEFERRED || e->self_sreq || e->rreq)
             continue;
-        size_t payload = e->type == XDEV_MSG_RNDZ_START ? 0 : e->len;
-        if (!ux_buffer(d, e, payload, false))
+        if (!ux_resume(d, e, false))
             break;
-        e->state = UX_ARRIVING;
-        d->ux_deferred--;
-        xdev_rx_t to = { .dst = e->data, .dst_len = payload };
-        peer_ops(d, e->src)->resume(peer_tp(d, e->src), e->token, &to);
     }
 }
 

@@ -23,6 +23,14 @@ static xdev_t *device_of(int n, xdev_request_t *const *reqs, bool *bad)
     return *bad ? NULL : d;
 }
 
+/* Lock held: is r still a request of ours? While xdev_waitsome slept,
+ * another thread's wait or test may have reaped it (its phase stays
+ * PH_DONE): reaping it again would free a slot twice. */
+static bool still_ours(xdev_t *d, xreq_t *r)
+{
+    return req_is_active(r) && req_lookup(d, r->id) == r;
+}
+
 /* Lock held: are they all still ours (not reaped meanwhile by another
  * thread, not copies), each listed once? A request listed twice would be
  * reaped twice, and the second reap frees a slot a later request holds. */
@@ -33,7 +41,7 @@ static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
         if (!reqs[i])
             continue;
         xreq_t *r = xreq_of(reqs[i]);
-        if (!req_is_active(r) || req_lookup(d, r->id) != r || (r->flags & F_LISTED))
+        if (!still_ours(d, r) || (r->flags & F_LISTED))
             break;
         r->flags |= F_LISTED;
     }
@@ -41,14 +49,6 @@ static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
         if (reqs[j])
             xreq_of(reqs[j])->flags &= (uint16_t)~F_LISTED;
     return i == n;
-}
-
-/* Lock held: is r still a request of ours? While xdev_waitsome slept,
- * another thread's wait or test may have reaped it (its phase stays
- * PH_DONE): reaping it again would free a slot twice. */
-static bool still_ours(xdev_t *d, xreq_t *r)
-{
-    return req_is_active(r) && req_lookup(d, r->id) == r;
 }
 
 static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, int *idx, xdev_status_t *st)
