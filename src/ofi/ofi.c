@@ -83,7 +83,7 @@ static void on_error(xdev_tp_t *tp)
     memset(&err, 0, sizeof err);
     if (fi_cq_readerr(tp->cq, &err, 0) != 1)
         return;
-    ofi_say("error completion: %s (prov_errno %d), flags 0x%llx, %s", fi_strerror(err.err),
+    ofi_say("error completion: %s (prov_errno %d), flags 0x%llx, %s", ofi_strerror(err.err),
             err.prov_errno, (unsigned long long)err.flags,
             is_rxbuf(tp, err.op_context)   ? "a receive buffer"
             : is_txctx(tp, err.op_context) ? "a send or rma"

@@ -1,6 +1,7 @@
 /*
  * ofi.h - the libfabric transport's own state, shared by its files:
  *   ofi.c        the ops table, open/close, progress, shutdown
+ *   ofi_lib.c    libfabric, loaded when first needed
  *   ofi_fabric.c choosing a provider and opening fabric, domain, endpoint
  *   ofi_addr.c   address exchange, peers resolved on first use, liveness
  *   ofi_tx.c     sending: per-peer queues, fragments, credits, control frames
@@ -38,6 +39,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <signal.h>
 #include <stdbool.h>
 #include "../kit/credits.h"
 #include "../kit/regcache.h"
@@ -188,6 +190,24 @@ struct xdev_tp {
     uint64_t next_timer_ms;
     bool shutting_down;
 };
+
+/* ofi_lib.c */
+typedef struct {
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+} ofi_lib_t;
+extern ofi_lib_t ofi_lib; /* filled by the first successful ofi_lib_load */
+int ofi_lib_load(void);   /* XDEV_OK, or XDEV_ERR_INIT where libfabric cannot be loaded */
+/* The application's signal handlers, kept across what libfabric does. */
+typedef struct {
+    struct sigaction act[NSIG];
+} ofi_signals_t;
+void ofi_signals_save(ofi_signals_t *s);
+void ofi_signals_restore(const ofi_signals_t *s);
 
 /* ofi_fabric.c */
 int ofi_fabric_open(xdev_tp_t *tp, const char *job_id);

@@ -14,7 +14,6 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,7 +44,7 @@ void ofi_say(const char *fmt, ...)
 
 const char *ofi_strerror(int rc)
 {
-    return fi_strerror(rc < 0 ? -rc : rc);
+    return ofi_lib_load() == XDEV_OK ? ofi_lib.strerror(rc < 0 ? -rc : rc) : "libfabric not loaded";
 }
 
 static bool core_is(const char *prov, const char *core)
@@ -63,10 +62,13 @@ static bool is_fast(const struct fi_info *fi)
     return true;
 }
 
-/* prov: XDEV_OFI_PROVIDER, or NULL. */
+/* prov: XDEV_OFI_PROVIDER, or NULL. NULL where libfabric is not loaded
+ * or offers nothing. */
 static struct fi_info *get_list(const char *prov, bool rma)
 {
-    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    if (ofi_lib_load() != XDEV_OK)
+        return NULL;
+    struct fi_info *hints = ofi_lib.dupinfo(NULL), *list = NULL;
     if (!hints)
         return NULL;
     hints->caps = FI_MSG | (rma ? RMA_CAPS : 0);
@@ -78,9 +80,9 @@ static struct fi_info *get_list(const char *prov, bool rma)
     hints->domain_attr->threading = FI_THREAD_DOMAIN; /* the device lock serialises us */
     if (prov)
         hints->fabric_attr->prov_name = strdup(prov);
-    if (fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list) != 0)
+    if (ofi_lib.getinfo(OFI_API, NULL, NULL, 0, hints, &list) != 0)
         list = NULL;
-    fi_freeinfo(hints);
+    ofi_lib.freeinfo(hints);
     return list;
 }
 
@@ -132,7 +134,8 @@ void ofi_info(FILE *out)
     }
     if (chosen)
         fprintf(out, "  (* the one xdev would use)\n");
-    fi_freeinfo(list);
+    if (list)
+        ofi_lib.freeinfo(list);
 }
 
 /* XDEV_OFI_RMA's choices, in order. */
@@ -144,7 +147,8 @@ bool ofi_fast_network(const xdev_t *dev)
     bool fast = false;
     for (const struct fi_info *fi = list; fi && !fast; fi = fi->next)
         fast = is_fast(fi) && fi->tx_attr->iov_limit >= 2;
-    fi_freeinfo(list);
+    if (list)
+        ofi_lib.freeinfo(list);
     return fast;
 }
 
@@ -193,12 +197,14 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
         return XDEV_ERR_INIT;
     struct fi_info *list = rma != RMA_OFF ? get_list(prov, true) : NULL;
     if (!list || !pick(prov, list)) {
-        fi_freeinfo(list);
+        if (list)
+            ofi_lib.freeinfo(list);
         list = get_list(prov, false);
     }
     const struct fi_info *fi = list ? pick(prov, list) : NULL;
-    tp->info = fi ? fi_dupinfo(fi) : NULL;
-    fi_freeinfo(list);
+    tp->info = fi ? ofi_lib.dupinfo(fi) : NULL;
+    if (list)
+        ofi_lib.freeinfo(list);
     if (!tp->info) {
         ofi_say("fi_getinfo offers no provider with FI_EP_RDM, FI_MSG and FI_ORDER_SAS%s",
                 prov ? " (XDEV_OFI_PROVIDER set)" : "");
@@ -214,7 +220,7 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
                                                                  : ((size_t)1 << 30);
     struct fi_av_attr av_attr = { .type = fi->domain_attr->av_type, .count = (size_t)tp->size };
     const char *step = "fi_fabric";
-    int rc = fi_fabric(fi->fabric_attr, &tp->fabric, NULL);
+    int rc = ofi_lib.fabric(fi->fabric_attr, &tp->fabric, NULL);
     if (!rc && (step = "fi_domain"))
         rc = fi_domain(tp->fabric, tp->info, &tp->domain, NULL);
     if (!rc && (step = "fi_cq_open"))
@@ -244,15 +250,10 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
  * the job (name_shm_region), which xdevrun removes however a rank ends. */
 int ofi_fabric_open(xdev_tp_t *tp, const char *job_id)
 {
-    struct sigaction saved[NSIG], now;
-    for (int s = 1; s < NSIG; s++)
-        if (sigaction(s, NULL, &saved[s]) != 0)
-            saved[s].sa_handler = SIG_ERR; /* no such signal: nothing to keep */
+    ofi_signals_t saved;
+    ofi_signals_save(&saved);
     int rc = open_fabric(tp, job_id);
-    for (int s = 1; s < NSIG; s++)
-        if (saved[s].sa_handler != SIG_ERR && sigaction(s, NULL, &now) == 0 &&
-            now.sa_handler != saved[s].sa_handler)
-            sigaction(s, &saved[s], NULL);
+    ofi_signals_restore(&saved);
     return rc;
 }
 
@@ -272,5 +273,6 @@ void ofi_fabric_close(xdev_tp_t *tp)
         fi_close(&tp->domain->fid);
     if (tp->fabric)
         fi_close(&tp->fabric->fid);
-    fi_freeinfo(tp->info);
+    if (tp->info)
+        ofi_lib.freeinfo(tp->info);
 }
