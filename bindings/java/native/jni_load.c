@@ -1,13 +1,11 @@
 /*
- * jni_load.c - JNI_OnLoad: give the JVM its signal handlers back (see
- * jni_signals.c) and register every native of org.xdev.Native.
+ * jni_load.c - JNI_OnLoad: register every native of org.xdev.Native.
  */
 #include "xdev_jni.h"
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
     (void)reserved;
-    restore_jvm_signals();
     JNIEnv *env;
     if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_10) != JNI_OK)
         return JNI_ERR;

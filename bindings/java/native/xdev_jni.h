@@ -61,10 +61,6 @@ void message_to_java(JNIEnv *env, jlongArray words, const xdev_message_t *m);
 void array_to_mem(JNIEnv *env, jarray a, jint kind, jint off, jint n, void *mem);
 void mem_to_array(JNIEnv *env, jarray a, jint kind, jint off, jint n, const void *mem);
 
-/* Undo what loading libxdev's dependencies did to the JVM's signal
- * handlers (jni_signals.c). */
-void restore_jvm_signals(void);
-
 /* Each file's natives, registered by JNI_OnLoad. */
 struct natives {
     const JNINativeMethod *methods;

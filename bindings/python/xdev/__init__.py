@@ -17,38 +17,10 @@ driven by the device's file descriptor on the running loop.
 """
 import asyncio
 import atexit
-import ctypes
 import pickle
-import signal as _signal
 import weakref
 
-
-def _import_keeping_signal_handlers():
-    """Import the extension, then put back every signal's C handler.
-
-    Loading it loads libfabric, and Debian's links PSM's libinfinipath,
-    whose constructor installs handlers of its own for SIGINT, SIGTERM,
-    SIGSEGV and more (they exit with status 1): Ctrl-C would no longer raise
-    KeyboardInterrupt, and faulthandler would be gone. What was there is
-    saved with sigaction(2) itself, as Python's signal module cannot see
-    handlers installed from C (faulthandler's).
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    size = 512  # more than any libc's struct sigaction
-    saved = {}
-    for sig in _signal.valid_signals():
-        act = ctypes.create_string_buffer(size)
-        if libc.sigaction(int(sig), None, act) == 0:
-            saved[int(sig)] = act
-    from . import _xdev
-    now = ctypes.create_string_buffer(size)
-    for sig, act in saved.items():
-        if libc.sigaction(sig, None, now) == 0 and now.raw != act.raw:
-            libc.sigaction(sig, act, None)
-    return _xdev
-
-
-_xdev = _import_keeping_signal_handlers()
+from . import _xdev
 from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_INIT, ERR_PEER, ERR_TRUNCATE,
                     ERR_WOKEN, PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request,
                     Status, TruncationError, version)
