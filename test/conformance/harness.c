@@ -109,6 +109,15 @@ void h_init(const char *casename)
     h_case = casename;
     setvbuf(stdout, NULL, _IOLBF, 0);
 
+    /* XDEV_TEST_HOSTS=N puts rank r on host r % N, so that auto drives shm
+     * to some peers and tcp to the others in one device. */
+    const char *hosts = getenv("XDEV_TEST_HOSTS"), *rank = getenv("XDEV_RANK");
+    if (hosts && rank) {
+        char id[32];
+        snprintf(id, sizeof id, "conformance-host-%d", atoi(rank) % atoi(hosts));
+        setenv("XDEV_HOST_ID", id, 1);
+    }
+
     xdev_config_t cfg;
     CHECK_RC(xdev_config_init(&cfg));
     h_eager = cfg.eager_limit;
