@@ -103,7 +103,7 @@ while read -r t; do
         random-kill|random-stop)
             # smaller than on the host: the VM emulates its CPUs
             XDEV_TRANSPORT=ibv run "$t" 200 bash "$SRC/test/fault/run_random_kill.sh" "$XDEVRUN" \
-                "$B/test/fault/fault_random_kill" "${t#random-}" 30 3 4 ;;
+                "$B/test/fault/fault_random_kill" "${t#random-}" 15 3 4 ;;
         inject-post-send)
             # ibv_post_send refused now and then (test/inject): only the
             # link it was posting on may fail, and nothing may hang
