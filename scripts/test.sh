@@ -32,9 +32,12 @@ for b in $builds; do
     plain) opts=(--buildtype=debugoptimized) ;;
     # The bindings load libxdev into a JVM or CPython, which the sanitizer
     # runtimes would have to be preloaded into: they run in the plain build.
-    asan) opts=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false
+    # The sanitized builds are optimized, as the sanitizers' own documents
+    # advise: at -O0 the CPU-bound cases (filling and checking 2 GiB, the
+    # reductions) ran two to three times slower than they need to.
+    asan) opts=(--buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false
                 -Djava=disabled -Dpython=disabled) ;;
-    tsan) opts=(--buildtype=debug -Db_sanitize=thread -Db_lundef=false -Db_lto=false
+    tsan) opts=(--buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Db_lto=false
                 -Djava=disabled -Dpython=disabled) ;;
     # Without libpmix (a machine that lacks it): everything else still works.
     nopmix) opts=(--buildtype=debugoptimized -Db_lto=false -Dpmix=disabled
