@@ -164,9 +164,11 @@ typedef struct xdev_config {
                               * larger ones use rendezvous */
     size_t unexpected_limit; /* bytes of unexpected eager data buffered
                               * before senders are slowed down (exceeded
-                              * only to reach a reply, rendezvous data or
-                              * ack that a waiting request needs from the
-                              * same sender) */
+                              * only to reach what a waiting request or
+                              * probe needs from the same sender: a reply,
+                              * rendezvous data, an ack, or a message a
+                              * posted receive or a probe would take;
+                              * see the README) */
     int peer_timeout_ms;     /* how long to try to reach a peer that has not
                               * published an address or refuses connections
                               * before its requests fail with XDEV_ERR_PEER */

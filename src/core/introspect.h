@@ -10,7 +10,7 @@
 
 /* Bytes of unexpected-message memory the device holds now, and the most it
  * ever held. Both stay at or under xdev_config_t.unexpected_limit unless a
- * request waited for something behind the unexpected messages. */
+ * request or probe waited for something behind the unexpected messages. */
 size_t xdev_unexpected_bytes(xdev_t *dev);
 size_t xdev_unexpected_peak(xdev_t *dev);
 

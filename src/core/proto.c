@@ -117,11 +117,12 @@ static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload, bool over)
 }
 
 /* Does a request of ours wait for a message that comes on peer's stream (a
- * rendezvous reply, its data or end, a synchronous send's ack)? It may
- * sit behind unexpected messages the program receives only once that
- * request completed, so the stream must not stop at one of them for want
- * of room: those are buffered past the bound. Looked for only when the
- * bound is reached. */
+ * rendezvous reply, its data or end, a synchronous send's ack, or a
+ * message a posted receive from peer or any source takes)? It may sit
+ * behind unexpected messages the program receives only once that request
+ * completed, so the stream must not stop at one of them for want of room:
+ * those are buffered past the bound. Looked for only when the bound is
+ * reached. */
 static bool stream_awaited(const xdev_t *d, int peer)
 {
     for (uint32_t i = 0; i < d->nslots; i++) {
@@ -131,7 +132,9 @@ static bool stream_awaited(const xdev_t *d, int peer)
         if (r->kind == REQ_SEND ? r->peer == peer && (r->phase == PH_WAIT_REPLY ||
                                                       (r->phase == PH_SEND_SYNC &&
                                                        !(r->flags & F_ACKED)))
-                                : r->status.source == peer && r->phase == PH_WAIT_DATA)
+                                : (r->status.source == peer && r->phase == PH_WAIT_DATA) ||
+                                      (r->phase == PH_RECV_POSTED &&
+                                       (r->peer == peer || r->peer == XDEV_ANY_SOURCE)))
             return true;
     }
     return false;
@@ -151,18 +154,21 @@ static bool ux_resume(xdev_t *d, uxmsg_t *e, bool over)
     return true;
 }
 
-/* A request now waits for something on peer's stream: if the stream
- * stopped at an unexpected message for want of room, read it in past the
- * bound (a stopped stream holds one such message, at its head). */
+/* A request, or a probe, now waits for something on peer's stream (on
+ * every peer's for XDEV_ANY_SOURCE): if the stream stopped at an
+ * unexpected message for want of room, read it in past the bound (a
+ * stopped stream holds one such message, at its head). */
 static void stream_restart(xdev_t *d, int peer)
 {
     if (!d->ux_deferred || peer == d->rank)
         return;
-    for (uxmsg_t *e = d->ux_head; e; e = e->next) {
-        if (e->state != UX_DEFERRED || e->src != peer || e->self_sreq || e->rreq)
+    for (uxmsg_t *e = d->ux_head; e && d->ux_deferred; e = e->next) {
+        if (e->state != UX_DEFERRED || (peer != XDEV_ANY_SOURCE && e->src != peer) ||
+            e->self_sreq || e->rreq)
             continue;
         ux_resume(d, e, true);
-        return;
+        if (peer != XDEV_ANY_SOURCE)
+            return;
     }
 }
 
@@ -231,7 +237,10 @@ static uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
 
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
 {
-    return ux_find(d, src, tag, ctx);
+    uxmsg_t *e = ux_find(d, src, tag, ctx);
+    if (!e)
+        stream_restart(d, src); /* what it looks for may be behind a stop */
+    return e;
 }
 
 /* ---- posted receives ---- */
@@ -714,6 +723,7 @@ int proto_recv(xdev_t *d, xreq_t *r)
     d->posted_wild[wild_kind(r->peer, r->tag)]++;
     if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
         peer_ops(d, r->peer)->watch(peer_tp(d, r->peer), r->peer);
+    stream_restart(d, r->peer);
     return XDEV_OK;
 }
 

@@ -12,6 +12,9 @@
  *   fault_behind send   rank 1 sends a rendezvous to rank 0, which has
  *                       posted its receive and floods rank 1: the reply
  *                       comes behind the flood
+ *   fault_behind posted rank 0 posts the whole flood, then an 8-byte
+ *                       message; rank 1 receives that one first
+ *   fault_behind probe  the same, rank 1 probing for it first
  * Rank 1 starts its request 0.3 s late, once the flood has filled its
  * limit. Every byte is checked.
  */
@@ -51,6 +54,43 @@ static void flood(xdev_t *dev, int dst)
     }
 }
 
+/* The flood posted at once, then one small message behind it. */
+static void flood_then_small(xdev_t *dev, int dst)
+{
+    static unsigned char bufs[NMSG][LEN];
+    static xdev_request_t reqs[NMSG];
+    xdev_status_t st;
+    fault_step("posting the flood and the small message behind it");
+    for (int i = 0; i < NMSG; i++) {
+        fault_fill(bufs[i], LEN, seed_of(i));
+        REQUIRE_RC(xdev_isend(dev, bufs[i], LEN, dst, TAG_FLOOD, CTX, &reqs[i]), XDEV_OK);
+    }
+    unsigned char small[8];
+    fault_fill(small, sizeof small, 97);
+    REQUIRE_RC(xdev_send(dev, small, sizeof small, dst, TAG_BIG, CTX), XDEV_OK);
+    for (int i = 0; i < NMSG; i++) {
+        REQUIRE_RC(xdev_wait(&reqs[i], &st), XDEV_OK);
+        CHECK(st.error == XDEV_OK, "flood send %d: error %d", i, st.error);
+    }
+}
+
+static void receive_small(xdev_t *dev, int src, int probe_first)
+{
+    unsigned char small[8];
+    xdev_status_t st;
+    if (probe_first) {
+        fault_step("probing for the small message");
+        REQUIRE_RC(xdev_probe(dev, src, TAG_BIG, CTX, &st), XDEV_OK);
+        CHECK(st.error == XDEV_OK && st.msg_len == sizeof small, "probe: error %d length %zu",
+              st.error, st.msg_len);
+    }
+    fault_step("receiving the small message");
+    REQUIRE_RC(xdev_recv(dev, small, sizeof small, src, TAG_BIG, CTX, &st), XDEV_OK);
+    CHECK(st.error == XDEV_OK && st.count == sizeof small, "small: error %d count %zu", st.error,
+          st.count);
+    CHECK(fault_verify(small, sizeof small, 97) == (size_t)-1, "small: wrong bytes");
+}
+
 static void receive_flood(xdev_t *dev, int src)
 {
     static unsigned char buf[LEN];
@@ -67,20 +107,32 @@ static void receive_flood(xdev_t *dev, int src)
 
 int main(int argc, char **argv)
 {
-    int send_mode = argc > 1 && strcmp(argv[1], "send") == 0;
+    const char *mode = argc > 1 ? argv[1] : "recv";
+    int send_mode = strcmp(mode, "send") == 0;
+    int small_mode = strcmp(mode, "posted") == 0 || strcmp(mode, "probe") == 0;
     xdev_t *dev = NULL;
     xdev_status_t st;
     xdev_request_t big_req;
     unsigned char *big = malloc(BIG);
     REQUIRE(big != NULL, "no memory");
 
-    fault_setup(send_mode ? "fault-behind-send" : "fault-behind-recv", 100);
+    char name[32];
+    snprintf(name, sizeof name, "fault-behind-%s", mode);
+    fault_setup(name, 100);
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
     int rank = xdev_rank(dev);
     REQUIRE(xdev_size(dev) == 2, "run with 2 ranks");
     REQUIRE_RC(fault_barrier(dev), XDEV_OK);
 
-    if (rank == 0) {
+    if (small_mode) {
+        if (rank == 0) {
+            flood_then_small(dev, 1);
+        } else {
+            fault_sleep_ms(300); /* the flood fills the limit meanwhile */
+            receive_small(dev, 0, strcmp(mode, "probe") == 0);
+            receive_flood(dev, 0);
+        }
+    } else if (rank == 0) {
         if (send_mode) {
             REQUIRE_RC(xdev_irecv(dev, big, BIG, 1, TAG_BIG, CTX, &big_req), XDEV_OK);
         } else {
