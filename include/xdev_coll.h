@@ -15,14 +15,20 @@
  * Conventions that hold for every call:
  *  - Every call returns XDEV_OK or a negative XDEV_ERR_* code of xdev.h.
  *    XDEV_ERR_ARG means a bad argument was found before anything was sent:
- *    nothing was changed and the group is still usable.
+ *    nothing was changed and the group is still usable. The call did not
+ *    take place on this rank, so the members that made it wait for this
+ *    rank's: make it again with good arguments (going on to the next
+ *    collective instead puts the members out of step).
  *  - Buffers are bytes (a pointer and a size_t count); a NULL pointer is
  *    accepted only where the count is 0. Reductions count elements of the
  *    operation's type instead (see xdev_coll_op_t).
  *  - Every member of a group calls the same collectives in the same order
  *    with matching sizes and the same root, as in MPI. Sizes that do not
  *    match fail the collective with XDEV_ERR_TRUNCATE on the rank that
- *    noticed it, and the failure spreads as below.
+ *    noticed it, and the failure spreads as below; that includes a rank's
+ *    own count in a v-variant that differs from its own buffer's size (the
+ *    root's counts[root] against len in gatherv and scatterv, counts[rank]
+ *    in allgatherv, scounts[rank] against rcounts[rank] in alltoallv).
  *  - Roots and ranks in arguments are group ranks (0 .. group size - 1).
  *  - A group is used by one thread at a time; different groups may be used
  *    from different threads of a device made for multi-threaded use.
@@ -64,6 +70,19 @@
  * and the library's own scratch buffers of that call are kept by the
  * library (xdev_finalize then reports the requests as abandoned with
  * XDEV_ERR_CANCELED).
+ *
+ * Requests of the library's own. Every request libxdev_coll posts (a
+ * collective's, the notice receive, the notices) carries
+ * user == XDEV_COLL_REQUEST. The library reaps its own, but xdev_peek may
+ * hand one out first (to another thread peeking during a collective), and
+ * those a failed collective left, and notices to a dead member, complete
+ * later with nobody to reap them: an application that takes completions
+ * with xdev_peek skips requests whose user is XDEV_COLL_REQUEST.
+ *
+ * XDEV_FLAG_WILDCARD_FAILS. The notice receive takes any source, so a
+ * death or finalize anywhere fails it with XDEV_ERR_PEER_PENDING; the
+ * library posts it again. A group is broken only by a notice or by a
+ * collective whose own requests (which name their sources) fail.
  *
  * Algorithms are picked per call from the message size and the group size
  * and can be forced or re-tuned with XDEV_COLL_* environment variables, read
@@ -113,6 +132,11 @@ typedef struct xdev_coll_group xdev_coll_group_t;
 
 /* The tag of a failure notice on a group's context (see "Failures"). */
 #define XDEV_COLL_NOTICE_TAG 0x7fffffff
+
+/* The `user` of every request libxdev_coll posts (see "Requests of the
+ * library's own"): a unique address, compared, never dereferenced. */
+XDEV_API extern const char xdev_coll_request_mark;
+#define XDEV_COLL_REQUEST ((void *)&xdev_coll_request_mark)
 
 /* Element types of reductions. */
 enum {

@@ -59,11 +59,12 @@ int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void
 int xdev_coll_allgatherv(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
                          const size_t *counts, const size_t *displs)
 {
-    if (!g || !coll_buf_ok(sbuf, len) || !counts || !displs || counts[g->rank] != len)
+    if (!g || !coll_buf_ok(sbuf, len) || !counts || !displs)
         return XDEV_ERR_ARG;
     for (int i = 0; i < g->size; i++)
         if (!coll_buf_ok(rbuf, counts[i]) || (counts[i] && displs[i] > SIZE_MAX - counts[i]))
             return XDEV_ERR_ARG;
+    if (counts[g->rank] != len) return coll_mismatch(g);
     int rc = coll_begin(g);
     if (rc) return rc;
     return coll_end(g, allgather_ring(g, sbuf, len, rbuf, counts, displs));

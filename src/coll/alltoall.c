@@ -86,6 +86,6 @@ int xdev_coll_alltoallv(xdev_coll_group_t *g, const void *sbuf, const size_t *sc
             return XDEV_ERR_ARG;
         if (sc[i] > most) most = sc[i];
     }
-    if (sc[g->rank] != rc_[g->rank]) return XDEV_ERR_ARG;
+    if (sc[g->rank] != rc_[g->rank]) return coll_mismatch(g);
     return run(g, sbuf, sc, sd, rbuf, rc_, rd, most);
 }

@@ -79,6 +79,11 @@ int coll_pick(const xdev_coll_group_t *g, enum coll_family family, size_t bytes,
 /* p2p.c: every collective is coll_begin, posts and waits, coll_end. */
 int coll_begin(xdev_coll_group_t *g);
 int coll_end(xdev_coll_group_t *g, int rc);
+/* A size mismatch a rank sees in its own arguments: the collective fails
+ * with XDEV_ERR_TRUNCATE and the others are told, as for one seen later. */
+int coll_mismatch(xdev_coll_group_t *g);
+/* (Re)post the failure-notice receive; watch_done is set if that fails. */
+int coll_post_watch(xdev_coll_group_t *g);
 int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int phase);
 int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase);
 /* Wait for every posted request of the call, or a failure notice. */

@@ -93,12 +93,12 @@ int xdev_coll_gather(xdev_coll_group_t *g, const void *sbuf, size_t len, void *r
     return coll_end(g, rc);
 }
 
-/* Root-only checks of counts/displs: present, and the root's own count. */
+/* Root-only checks of counts/displs: present, and every block addressable. */
 static int v_args_ok(const xdev_coll_group_t *g, const void *buf, const size_t *counts,
-                     const size_t *displs, size_t len, int root)
+                     const size_t *displs, int root)
 {
     if (g->rank != root) return 1;
-    if (!counts || !displs || counts[root] != len) return 0;
+    if (!counts || !displs) return 0;
     for (int i = 0; i < g->size; i++) {
         if (!coll_buf_ok(buf, counts[i])) return 0;
         if (counts[i] && displs[i] > SIZE_MAX - counts[i]) return 0;
@@ -110,8 +110,9 @@ int xdev_coll_gatherv(xdev_coll_group_t *g, const void *sbuf, size_t len, void *
                       const size_t *counts, const size_t *displs, int root)
 {
     if (!g || !coll_buf_ok(sbuf, len) || !coll_root_ok(g, root) ||
-        !v_args_ok(g, rbuf, counts, displs, len, root))
+        !v_args_ok(g, rbuf, counts, displs, root))
         return XDEV_ERR_ARG;
+    if (g->rank == root && counts[root] != len) return coll_mismatch(g);
     int rc = coll_begin(g);
     if (rc) return rc;
     return coll_end(g, gatherv_linear(g, sbuf, len, rbuf, counts, displs, root));
@@ -196,8 +197,9 @@ int xdev_coll_scatterv(xdev_coll_group_t *g, const void *sbuf, const size_t *cou
                        const size_t *displs, void *rbuf, size_t len, int root)
 {
     if (!g || !coll_buf_ok(rbuf, len) || !coll_root_ok(g, root) ||
-        !v_args_ok(g, sbuf, counts, displs, len, root))
+        !v_args_ok(g, sbuf, counts, displs, root))
         return XDEV_ERR_ARG;
+    if (g->rank == root && counts[root] != len) return coll_mismatch(g);
     int rc = coll_begin(g);
     if (rc) return rc;
     return coll_end(g, scatterv_linear(g, sbuf, counts, displs, rbuf, len, root));

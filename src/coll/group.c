@@ -79,13 +79,9 @@ int xdev_coll_group_create(xdev_t *dev, const int *ranks, int n, int ctx,
         goto fail;
     }
     g->watch_done = 1;
-    if (n > 1) {
-        rc = xdev_irecv(dev, NULL, 0, XDEV_ANY_SOURCE, XDEV_COLL_NOTICE_TAG, ctx, &g->watch);
-        if (rc) {
-            live_remove(g);
-            goto fail;
-        }
-        g->watch_done = 0;
+    if (n > 1 && (rc = coll_post_watch(g)) != XDEV_OK) {
+        live_remove(g);
+        goto fail;
     }
     *grp = g;
     return XDEV_OK;

@@ -46,14 +46,34 @@ void coll_free(xdev_coll_group_t *g, void *block)
         free(block);
 }
 
+const char xdev_coll_request_mark;
+
+int coll_post_watch(xdev_coll_group_t *g)
+{
+    g->watch.user = XDEV_COLL_REQUEST;
+    int rc = xdev_irecv(g->dev, NULL, 0, XDEV_ANY_SOURCE, XDEV_COLL_NOTICE_TAG, g->ctx, &g->watch);
+    g->watch_done = rc != XDEV_OK;
+    return rc;
+}
+
 static int watch_fired(xdev_coll_group_t *g)
 {
     if (g->watch_done) return 0;
     int done = 0;
     xdev_status_t st;
     if (xdev_test(&g->watch, &done, &st) != XDEV_OK || !done) return 0;
+    /* XDEV_FLAG_WILDCARD_FAILS: some rank died or finalized, which is no
+     * notice; the collectives' own receives name their sources and fail
+     * by themselves where that rank mattered. */
+    if (st.error == XDEV_ERR_PEER_PENDING && coll_post_watch(g) == XDEV_OK) return 0;
     g->watch_done = 1;
     return 1;
+}
+
+int coll_mismatch(xdev_coll_group_t *g)
+{
+    int rc = coll_begin(g);
+    return rc ? rc : coll_end(g, XDEV_ERR_TRUNCATE);
 }
 
 int coll_begin(xdev_coll_group_t *g)
@@ -74,8 +94,10 @@ static void send_notices(xdev_coll_group_t *g)
     xdev_request_t *reqs = calloc((size_t)g->size, sizeof *reqs);
     if (!reqs) return;
     for (int i = 0; i < g->size; i++)
-        if (i != g->rank)
+        if (i != g->rank) {
+            reqs[i].user = XDEV_COLL_REQUEST;
             xdev_isend(g->dev, NULL, 0, g->ranks[i], XDEV_COLL_NOTICE_TAG, g->ctx, &reqs[i]);
+        }
     /* Sends to dead or unreachable members may take the peer timeout to
      * fail; nobody waits for them. */
     coll_bury(reqs);
@@ -103,6 +125,7 @@ static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int pe
 {
     if (g->nreq >= g->cap) return XDEV_ERR_NOMEM; /* the group lost its array */
     xdev_request_t *r = &g->reqs[g->nreq];
+    r->user = XDEV_COLL_REQUEST;
     /* The tag is the phase alone, the same in every call: messages between
      * two ranks on one tag and context never overtake each other, and every
      * message a collective sends is received in that same collective, so

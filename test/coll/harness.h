@@ -75,6 +75,8 @@ int case_data(void);    /* bcast, gather(v), scatter(v), allgather(v), alltoall(
 int case_reduce(void);  /* barrier, reduce, allreduce, reduce_scatter, scan */
 int case_groups(void);  /* subgroups, two contexts, point-to-point interleaved */
 int case_args(void);    /* bad arguments change nothing */
+int case_mismatch(void); /* a rank's own v-count off: TRUNCATE there, told to all; finalizes */
+int case_wildcard(void); /* XDEV_WILDCARD_FAILS: a non-member's finalize breaks no group */
 int case_kill(const char *family, const char *alg, const char *when); /* a member dies mid-collective */
 
 /* Sizes the sweep uses for this process count (bytes), ending with (size_t)-1. */

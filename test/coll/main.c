@@ -4,6 +4,8 @@
  *   reduce   barrier, reduce, allreduce, reduce_scatter, scan
  *   groups   subgroups, two contexts and point-to-point interleaved
  *   args     bad arguments
+ *   mismatch a rank's own count in a v-variant off by one (finalizes itself)
+ *   wildcard with XDEV_WILDCARD_FAILS=1, the last rank finalizes early
  *   kill FAMILY ALG [mid|first]  a member dies mid-collective (see case_kill.c)
  */
 #include <stdio.h>
@@ -14,7 +16,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: xdev-coll-test data|reduce|groups|args|kill FAMILY ALG\n");
+        fprintf(stderr, "usage: xdev-coll-test data|reduce|groups|args|mismatch|wildcard|kill FAMILY ALG\n");
         return 2;
     }
     const char *c = argv[1];
@@ -26,10 +28,12 @@ int main(int argc, char **argv)
               "kill FAMILY ALGORITHM [mid|slow|first]");
         return case_kill(argv[2], argv[3], when); /* finalizes itself */
     }
+    if (!strcmp(c, "mismatch")) return case_mismatch();
     if (!strcmp(c, "data")) case_data();
     else if (!strcmp(c, "reduce")) case_reduce();
     else if (!strcmp(c, "groups")) case_groups();
     else if (!strcmp(c, "args")) case_args();
+    else if (!strcmp(c, "wildcard")) case_wildcard();
     else t_fail(__FILE__, __LINE__, "case", "unknown case %s", c);
     t_finalize();
     return 0;
