@@ -226,6 +226,7 @@ static void dial(xdev_tp_t *tp, int peer)
     if (!c)
         return;
     c->peer = peer;
+    c->deadline_ms = now + TCP_AUTH_TIMEOUT_MS;
     p->dialing = c;
     if (rc == 0)
         send_hello(tp, c);
@@ -383,6 +384,7 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
         return;
     }
     c->state = CONN_PROOF_SENT;
+    c->deadline_ms = xdev_now_ms() + TCP_AUTH_TIMEOUT_MS;
     c->hs_have = 0;
     c->peer_eager = (size_t)xdev_get_le64(r + 8);
 }
@@ -461,8 +463,16 @@ void tcp_timers(xdev_tp_t *tp, uint64_t now)
     }
     for (int i = 0; i < tp->size && tp->nwanting; i++) {
         tcp_peer_t *p = &tp->peers[i];
-        if (!p->wanted || p->conn || p->dialing)
+        if (!p->wanted || p->conn)
             continue;
+        /* The dialer's side of a handshake is bounded as the acceptor's:
+         * whoever holds the peer's port (a stranger's listener, once the
+         * peer died) may never answer. A redial, or the give-up, follows. */
+        if (p->dialing) {
+            if (now >= p->dialing->deadline_ms)
+                tcp_conn_free(tp, p->dialing);
+            continue;
+        }
         if (now >= p->give_up_ms)
             peer_fail(tp, i);
         else if (now >= p->redial_ms && !tp->shutting_down)

@@ -1,0 +1,53 @@
+/*
+ * fault_port_held.c - a rank dies and its TCP port stays held by a process
+ * that never answers: the survivor's requests to it must still fail within
+ * the peer timeout, not wait for a handshake reply for ever.
+ *
+ * Run as `xdevrun -n 2 --transport tcp fault_port_held` with
+ * XDEV_PEER_TIMEOUT_MS=3000. Rank 1 starts its device (publishing its
+ * address; no connection is made yet), forks a child that inherits the
+ * listening socket and only sleeps, and exits without finalizing. The
+ * kernel completes rank 0's connect on the child's backlog, so rank 0's
+ * HELLO goes to a listener nobody reads. Rank 0 receives from rank 1: it
+ * must get XDEV_ERR_PEER within the timeout plus the handshake's bound.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fault_util.h"
+#include "xdev.h"
+
+#define CTX 9
+#define TAG 1
+
+int main(void)
+{
+    fault_setup("fault-port-held", 60);
+    xdev_t *dev = NULL;
+    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
+    int rank = xdev_rank(dev);
+    REQUIRE(xdev_size(dev) == 2, "run with 2 ranks");
+    if (rank == 1) {
+        fault_step("leaving the port to a child that never answers");
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, "fork failed");
+        if (pid == 0) {
+            sleep(8); /* holds the listening socket past the 3 s timeout and the bound */
+            _exit(0);
+        }
+        _exit(0); /* dies without finalizing */
+    }
+    fault_step("receiving from the dead rank whose port is held");
+    double t0 = fault_now();
+    char buf[8];
+    xdev_status_t st;
+    int rc = xdev_recv(dev, buf, sizeof buf, 1, TAG, CTX, &st);
+    double took = fault_now() - t0;
+    fault_log("xdev_recv returned %d (%s) after %.2f s", rc, xdev_strerror(rc), took);
+    CHECK(rc == XDEV_ERR_PEER, "xdev_recv from a dead rank returned %d (%s), want XDEV_ERR_PEER", rc,
+          xdev_strerror(rc));
+    CHECK(took < 15, "the failure took %.2f s, over the 3 s peer timeout plus the 3 s handshake bound", took);
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    return fault_finish();
+}
