@@ -351,7 +351,9 @@ XDEV_API int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xde
 
 /* Blocking xdev_iprobe (XDEV_ERR_WOKEN after xdev_wakeup, st untouched).
  * Fails with XDEV_ERR_PEER if src is a specific rank
- * that died with nothing matching left queued from it, or if the message it
+ * that died with nothing matching left queued from it (*st is then
+ * {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER, count 0}: no message has tag
+ * XDEV_ANY_TAG, which tells it from a cut marker), or if the message it
  * finds is the one at which a dead sender's stream was cut (xdev_iprobe
  * reports that one as found, with st->error == XDEV_ERR_PEER and
  * st->count == 0: the receive that takes it will fail). */
@@ -400,7 +402,9 @@ XDEV_API int xdev_improbe(xdev_t *dev, int src, int tag, int ctx, int *found,
 
 /* Blocking xdev_improbe: waits for a message to claim. XDEV_ERR_PEER (and
  * an empty *msg) if src is a specific rank that died with nothing matching
- * left, or for a dead sender's cut marker (st then names it). */
+ * left (st then {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER, count 0}, as
+ * xdev_probe's), or for a dead sender's cut marker (st then names it: its
+ * tag is the cut message's). XDEV_ERR_WOKEN after xdev_wakeup. */
 XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t *msg,
                          xdev_status_t *st);
 

@@ -218,6 +218,12 @@ static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *
     st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 
+void probe_status_gone(xdev_status_t *st, int src, int ctx)
+{
+    *st = (xdev_status_t){ .source = src, .tag = XDEV_ANY_TAG, .ctx = ctx,
+                           .error = XDEV_ERR_PEER };
+}
+
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx)
 {
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
@@ -258,6 +264,8 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e)
         fill_probe_status(d, e, st);
+    else if (rc != XDEV_ERR_WOKEN)
+        probe_status_gone(st, src, ctx);
     dev_unlock(d);
     return e ? st->error : rc == XDEV_ERR_WOKEN ? rc : XDEV_ERR_PEER;
 }

@@ -368,6 +368,9 @@ struct probe_args {
 /* progress_until's test for a blocking probe: something matches, or the
  * named source is dead. */
 bool probe_done(xdev_t *d, void *arg);
+/* The status of a blocking probe whose named source died with nothing
+ * matching left: XDEV_ANY_TAG, which no message has, marks it. */
+void probe_status_gone(xdev_status_t *st, int src, int ctx);
 /* A nonblocking probe's look: the unexpected queue, and again after one
  * progress pass if nothing matched. Lock held. */
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx);

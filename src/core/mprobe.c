@@ -67,6 +67,8 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
         rc = claim(d, e, msg, st);
     else
         memset(msg, 0, sizeof *msg);
+    if (!e && rc == XDEV_ERR_PEER)
+        probe_status_gone(st, src, ctx);
     dev_unlock(d);
     return rc;
 }

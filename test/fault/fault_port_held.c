@@ -10,6 +10,9 @@
  * kernel completes rank 0's connect on the child's backlog, so rank 0's
  * HELLO goes to a listener nobody reads. Rank 0 receives from rank 1: it
  * must get XDEV_ERR_PEER within the timeout plus the handshake's bound.
+ * Then the blocking probes of the dead rank, with nothing left from it,
+ * fail with XDEV_ERR_PEER and a status that says so (tag XDEV_ANY_TAG),
+ * not one left as it was, which a caller could take for a cut marker.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -48,6 +51,15 @@ int main(void)
     CHECK(rc == XDEV_ERR_PEER, "xdev_recv from a dead rank returned %d (%s), want XDEV_ERR_PEER", rc,
           xdev_strerror(rc));
     CHECK(took < 15, "the failure took %.2f s, over the 3 s peer timeout plus the 3 s handshake bound", took);
+    for (int mprobe = 0; mprobe < 2; mprobe++) {
+        xdev_status_t ps = { .source = 7, .tag = 7, .ctx = 7, .error = XDEV_OK, .count = 7 };
+        xdev_message_t msg;
+        rc = mprobe ? xdev_mprobe(dev, 1, TAG, CTX, &msg, &ps) : xdev_probe(dev, 1, TAG, CTX, &ps);
+        CHECK(rc == XDEV_ERR_PEER && ps.source == 1 && ps.tag == XDEV_ANY_TAG && ps.ctx == CTX &&
+                  ps.error == XDEV_ERR_PEER && ps.count == 0,
+              "%s of the dead rank: %d, status {%d, %d, %d, %d, %zu}", mprobe ? "xdev_mprobe" : "xdev_probe",
+              rc, ps.source, ps.tag, ps.ctx, ps.error, ps.count);
+    }
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
     return fault_finish();
 }
