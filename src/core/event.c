@@ -11,11 +11,13 @@
  * A transport without a wait_fd shortens the tick to XDEV_TICK_MS_POLLED,
  * which is how such a transport is waited for at all.
  *
- * A progress thread reads the transports' fds itself, so what it receives
- * or completes leaves them quiet: the caller's loop would sleep through it
- * until the tick. So, with one, xdev_arm says XDEV_ERR_BUSY when anything
- * moved since the caller's last xdev_progress, and once armed the thread
- * fires the tick at once when anything moves (event_loop_poke).
+ * Another thread that drives progress (the progress thread, or a worker
+ * blocked in a receive or polling a probe beside the loop) reads the
+ * transports' fds itself, so what it receives or completes leaves them
+ * quiet: the caller's loop would sleep through it until the tick. So
+ * xdev_arm says XDEV_ERR_BUSY when anything moved since the caller's last
+ * xdev_progress, and while armed every progress pass that moves something
+ * fires the tick at once (event_loop_poke).
  */
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -30,6 +32,7 @@ int xdev_progress(xdev_t *d)
     if (!d)
         return XDEV_ERR_ARG;
     dev_lock(d);
+    d->loop_armed = false; /* the loop is awake: nothing to poke */
     uint64_t activity = d->activity, completions = d->completions;
     progress_once(d);
     int moved = d->activity != activity || d->completions != completions;
@@ -48,7 +51,7 @@ static int set_tick(xdev_t *d, long ns)
 /* Called with the lock held. */
 static bool loop_missed_something(const xdev_t *d)
 {
-    return d->progress_thread_running && d->activity + d->completions != d->loop_seen;
+    return d->activity + d->completions != d->loop_seen;
 }
 
 void event_loop_poke(xdev_t *d)

@@ -47,6 +47,8 @@ void progress_once(xdev_t *d)
 {
     for (int i = 0; i < d->ntps; i++)
         d->tps[i].ops->progress(d->tps[i].tp, 0);
+    if (d->loop_armed)
+        event_loop_poke(d); /* another thread moved what the loop sleeps on */
 }
 
 /* Sleep until a transport has work, xdev_wakeup is called, or ms pass,
@@ -210,7 +212,6 @@ static void *progress_main(void *arg)
     while (!__atomic_load_n(&d->progress_thread_stop, __ATOMIC_ACQUIRE)) {
         dev_lock(d);
         progress_once(d);
-        event_loop_poke(d);
         nap = d->activity != seen ? NAP_NS : nap * 2 < NAP_NS_IDLE ? nap * 2 : NAP_NS_IDLE;
         seen = d->activity;
         sleep_on_transports(d, 10, nap);

@@ -14,8 +14,12 @@
  *    For 1 MiB the bar is the same message received with xdev_wait,
  *    timed in the same rounds, plus that margin: on emulated CPUs (the
  *    ibv VM) moving 1 MiB alone takes tens of milliseconds.
+ *  - With XDEV_TEST_EVENT_WORKER=1, a second thread sits blocked in a
+ *    receive on another context the whole time: it reads the transports
+ *    too, and what it takes in for the loop must still wake the loop.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +28,7 @@
 #include "cases.h"
 #include "harness.h"
 
-enum { CTX_EVENT = 97, TAG_EV = 1, ROUNDS = 3, PAUSE_MS = 100 };
+enum { CTX_EVENT = 97, CTX_WORKER = 98, TAG_EV = 1, ROUNDS = 3, PAUSE_MS = 100 };
 /* Well under the device's 100 ms tick, well over a real wakeup. */
 #define WAKE_MARGIN 0.04
 
@@ -114,6 +118,16 @@ static double exchange(int fd, unsigned char *buf, size_t len, uint64_t seed, in
     return done - sent;
 }
 
+/* Blocked until the main thread sends this rank the message it waits for. */
+static void *worker(void *arg)
+{
+    (void)arg;
+    char x;
+    xdev_status_t st;
+    CHECK_RC(xdev_recv(h_dev, &x, 1, h_rank, 0, CTX_WORKER, &st));
+    return NULL;
+}
+
 static double median_of(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof v[0], cmp_double);
@@ -130,6 +144,11 @@ void case_event(void)
     int nlat[2] = { 0, 0 }, nbusy = 0;
     double waited = 0, cpu = 0;
     int sleeps = 0;
+    const char *w = getenv("XDEV_TEST_EVENT_WORKER");
+    bool with_worker = w && !strcmp(w, "1");
+    pthread_t worker_thread;
+    if (with_worker)
+        CHECK(pthread_create(&worker_thread, NULL, worker, NULL) == 0, "pthread_create");
     for (int round = 0; round < ROUNDS; round++) {
         for (int s = 0; s < 2; s++) {
             /* the 1 MiB message also once with xdev_wait: its reference */
@@ -152,6 +171,10 @@ void case_event(void)
         }
     }
     free(buf);
+    if (with_worker) {
+        CHECK_RC(xdev_send(h_dev, "x", 1, h_rank, 0, CTX_WORKER));
+        CHECK(pthread_join(worker_thread, NULL) == 0, "pthread_join");
+    }
     double small = median_of(lat[0], nlat[0]), large = median_of(lat[1], nlat[1]);
     double ref = median_of(busy, nbusy);
     h_phase("event: waited %.3f s with %.3f s of CPU, %d sleeps, median wake %.2f ms (8 B), "
