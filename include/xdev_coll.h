@@ -183,7 +183,8 @@ typedef struct xdev_coll_op {
 
 /*
  * Make a group of `n` members on dev: member i is device rank ranks[i]
- * (ranks == NULL means every rank of the device, member i = rank i). The
+ * (ranks == NULL means member i = rank i, ranks 0 .. n-1: with n the
+ * device's size, every rank). The
  * calling rank must be a member; a device rank may appear only once. ctx
  * (>= 0) becomes the group's context: see "Contexts and matching". Every
  * member must create the group with the same ranks, in the same order, and
