@@ -23,22 +23,6 @@ void message_to_java(JNIEnv *env, jlongArray words, const xdev_message_t *m)
 
 /* Statuses go to the calling thread's status block, zeroed first. */
 
-/* A blocking probe naming a rank that died with nothing left fails with
- * XDEV_ERR_PEER and leaves st alone (there is no message): fill it in as
- * a receive's would be (the source, tag and context asked for, and the
- * error), so that PeerFailedException.status() names the dead rank. A
- * dead sender's cut marker has its status from xdev already. */
-static int peer_failed(int rc, xdev_status_t *st, int src, int tag, int ctx)
-{
-    if ((rc == XDEV_ERR_PEER || rc == XDEV_ERR_PEER_PENDING) && st->error == XDEV_OK) {
-        st->source = src;
-        st->tag = tag;
-        st->ctx = ctx;
-        st->error = rc;
-    }
-    return rc;
-}
-
 /* 1 (and the status) if a message matches, 0 if none, or an error. */
 static jint jni_iprobe(JNIEnv *env, jclass cls, jlong dev, jint src, jint tag, jint ctx,
                        jlong status)
@@ -52,15 +36,15 @@ static jint jni_iprobe(JNIEnv *env, jclass cls, jlong dev, jint src, jint tag, j
 }
 
 /* The status is the message's when one was found, also with XDEV_ERR_PEER
- * for a dead sender's cut; see peer_failed when a named source died with
- * nothing left. */
+ * for a dead sender's cut; xdev's own when a named source died with
+ * nothing left (tag ANY_TAG). */
 static jint jni_probe(JNIEnv *env, jclass cls, jlong dev, jint src, jint tag, jint ctx,
                       jlong status)
 {
     (void)env, (void)cls;
     xdev_status_t *st = status_of(status);
     memset(st, 0, sizeof *st);
-    return peer_failed(xdev_probe(dev_of(dev), src, tag, ctx, st), st, src, tag, ctx);
+    return xdev_probe(dev_of(dev), src, tag, ctx, st);
 }
 
 /* improbe (block false) or mprobe: 1 if a message was claimed (its handle
@@ -76,7 +60,6 @@ static jint jni_mprobe(JNIEnv *env, jclass cls, jlong dev, jint src, jint tag, j
     int found = 1;
     int rc = block ? xdev_mprobe(dev_of(dev), src, tag, ctx, &m, st)
                    : xdev_improbe(dev_of(dev), src, tag, ctx, &found, &m, st);
-    peer_failed(rc, st, src, tag, ctx);
     if (rc == XDEV_OK && found)
         message_to_java(env, words, &m);
     return rc == XDEV_OK ? found : rc;
