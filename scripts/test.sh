@@ -67,12 +67,12 @@ for b in $builds; do
     [ "$b" = fuzz ] && selection=(--suite fuzz)
     if [ "$b" = nopmix ]; then
         mapfile -t selection < <(list_tests "$b" |
-            grep -E -- '-np4-(matching|sizes|vector|event)$|^install-|^example-|^multihost|^leftovers')
+            grep -E -- '^(tcp|shm|auto)-np4-(matching|sizes|vector|event)$|^install-|^example-|^multihost|^leftovers')
     fi
     # ASan+UBSan look for memory errors on the paths a case takes, which
     # are the same at 2, 4 and 8 ranks: a conformance case that runs at 4
     # ranks runs only there, but for the 2 GiB message that only a 2-rank
-    # job sends (tcp's and shm's), and ofi's matrix runs on its tcp
+    # job sends (over tcp), and ofi's matrix runs on its tcp
     # provider (xdev's code is the same on both). Collectives keep 2-5 and
     # 8 ranks (the odd and non-power-of-two shapes); pmix keeps mpirun's
     # check, one conformance case, the kill and two nodes (srun and the
@@ -86,7 +86,7 @@ for b in $builds; do
                 for (i = 1; i <= NR; i++) {
                     t = all[i]; four = t
                     if (t !~ /^coll-/ && sub(/-np[28]-/, "-np4-", four) && (four in have) &&
-                        t != "tcp-np2-sizes" && t != "shm-np2-sizes")
+                        t != "tcp-np2-sizes")
                         continue
                     if (t ~ /^coll-np[679]-/ || t ~ /^ofi-shm-np[0-9]+-/ || t ~ /random-stop/ ||
                         t == "pmix-srun" || t == "launcher-usage" ||
@@ -96,9 +96,9 @@ for b in $builds; do
                 }
             }')
     fi
-    # TSan, for the same reason, leaves out 8 ranks.
+    # TSan, for the same reason, leaves out 8 ranks, and ofi's 2.
     if [ "$b" = tsan ]; then
-        mapfile -t selection < <(list_tests "$b" | grep -v -- '-np8-' |
+        mapfile -t selection < <(list_tests "$b" | grep -v -E -- '-np8-|^ofi-[a-z]+-np2-' |
             grep -E 'threads|peek|progress|worker|mprobe|wakeup|handoff|^unit-|^leftovers')
     fi
     # The fuzz targets are independent single-threaded processes: one a core.
