@@ -104,7 +104,9 @@ static void own_count_mismatch(void)
         c[i] = rc4[i] = 4;
         d[i] = rd[i] = 4 * (size_t)i;
     }
-    uint8_t in[8] = "abcdefg", *out = t_malloc(4 * (size_t)p + 8);
+    /* send blocks of 4 bytes at 4 * i (scatterv's root, alltoallv) */
+    uint8_t *in = t_malloc(4 * (size_t)p + 8), *out = t_malloc(4 * (size_t)p + 8);
+    memset(in, 'a', 4 * (size_t)p + 8);
     static const char *const names[] = {"gatherv", "scatterv", "allgatherv", "alltoallv"};
     for (int k = 0; k < 4; k++) {
         t_phase("own count mismatch: %s", names[k]);
@@ -134,6 +136,7 @@ static void own_count_mismatch(void)
     }
     only_library_requests_peeked();
     free(c);
+    free(in);
     free(out);
 }
 
