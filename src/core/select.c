@@ -89,14 +89,25 @@ const char *job_id(void)
     return id && *id ? id : "nojob";
 }
 
-int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const char *what)
+int xdev_job_name(xdev_t *dev, const char *job_id, int rank, const char *what, char *out,
+                  size_t cap)
 {
     /* xdevrun removes /dev/shm/xdev-<job id>* after a job: keep that prefix,
      * and keep the id to characters that cannot reach another name. */
     size_t n = strspn(job_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
     if (!n || job_id[n] || n > 64)
         return XDEV_ERR_INIT;
-    int len = snprintf(out, cap, "xdev-%s-%d%s", job_id, rank, what);
+    int len = snprintf(out, cap, "xdev-%s-%d-", job_id, rank);
+    if (len <= 0 || (size_t)len >= cap)
+        return XDEV_ERR_INIT;
+    size_t what_len = strlen(what);
+    char msg[256];
+    if ((size_t)len + what_len >= sizeof msg)
+        return XDEV_ERR_INIT;
+    memcpy(msg, out, (size_t)len);
+    memcpy(msg + len, what, what_len);
+    uint64_t tag = xdev_auth_mac(dev, msg, (size_t)len + what_len);
+    len = snprintf(out, cap, "xdev-%s-%d-%016llx%s", job_id, rank, (unsigned long long)tag, what);
     return len > 0 && (size_t)len < cap ? XDEV_OK : XDEV_ERR_INIT;
 }
 

@@ -314,11 +314,16 @@ int xdev_boot_lookup(xdev_t *dev, int rank, const char *key, char *out, size_t c
 uint64_t xdev_auth_mac(xdev_t *dev, const void *msg, size_t len);
 uint64_t xdev_auth_nonce(void);
 
-/* The name of a per-job resource in /dev/shm, "xdev-<job id>-<rank><what>":
- * xdevrun removes what a killed job leaves under its prefix, and a name
- * that carries the job id cannot meet a stale one from another job.
- * XDEV_ERR_INIT if the job id has characters a name cannot carry. */
-int xdev_job_name(char *out, size_t cap, const char *job_id, int rank, const char *what);
+/* The name of a per-job resource in /dev/shm,
+ * "xdev-<job id>-<rank>-<tag><what>": xdevrun removes what a killed job
+ * leaves under its prefix, and a name that carries the job id cannot meet
+ * a stale one from another job. The tag is a MAC of the rest keyed with
+ * the job secret: /dev/shm is open to every local user, who sees the names
+ * of the ranks that started first, and could take a later rank's name
+ * before it does if names were predictable. XDEV_ERR_INIT if the job id
+ * has characters a name cannot carry. */
+int xdev_job_name(xdev_t *dev, const char *job_id, int rank, const char *what, char *out,
+                  size_t cap);
 
 /* Liveness of a process on this host (liveness.c): a pidfd that becomes
  * readable when pid exits, or -1 where the kernel has none; and whether

@@ -185,7 +185,7 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
 {
     char name[160], what[32];
     snprintf(what, sizeof what, "-ofi%d", (int)getpid());
-    int rc = xdev_job_name(name, sizeof name, job_id, tp->rank, what);
+    int rc = xdev_job_name(tp->dev, job_id, tp->rank, what, name, sizeof name);
     return rc == XDEV_OK ? fi_setname(&tp->ep->fid, name, strlen(name) + 1) : -FI_EINVAL;
 }
 

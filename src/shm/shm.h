@@ -173,10 +173,10 @@ void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p);
 void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 
 /* shm_bell.c */
-int shm_bell_path(char *out, size_t cap, const char *job_id, int rank);
+int shm_bell_path(xdev_t *dev, const char *job_id, int rank, char *out, size_t cap);
 bool shm_bell_fence_free(void); /* can this kernel do it (xdev-info) */
 void shm_bell_create(xdev_tp_t *tp, const char *job_id);
-void shm_bell_open_peer(shm_peer_t *p, const char *job_id);
+void shm_bell_open_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id);
 void shm_bell_watch(xdev_tp_t *tp);
 void shm_bell_forget(xdev_tp_t *tp, shm_peer_t *p);
 void shm_bell_ring(shm_peer_t *p);

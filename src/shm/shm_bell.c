@@ -46,10 +46,10 @@ bool shm_bell_fence_free(void)
     return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
 }
 
-int shm_bell_path(char *out, size_t cap, const char *job_id, int rank)
+int shm_bell_path(xdev_t *dev, const char *job_id, int rank, char *out, size_t cap)
 {
     char name[128];
-    int rc = xdev_job_name(name, sizeof name, job_id, rank, "-bell");
+    int rc = xdev_job_name(dev, job_id, rank, "-bell", name, sizeof name);
     if (rc != XDEV_OK)
         return rc;
     int n = snprintf(out, cap, "/dev/shm/%s", name);
@@ -62,7 +62,7 @@ int shm_bell_path(char *out, size_t cap, const char *job_id, int rank)
 void shm_bell_create(xdev_tp_t *tp, const char *job_id)
 {
     tp->fence_free = membarrier_cmd(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
-    if (shm_bell_path(tp->bell_path, sizeof tp->bell_path, job_id, tp->rank) != XDEV_OK)
+    if (shm_bell_path(tp->dev, job_id, tp->rank, tp->bell_path, sizeof tp->bell_path) != XDEV_OK)
         return;
     unlink(tp->bell_path); /* a dead namesake's: our segment name is ours now */
     if (mkfifo(tp->bell_path, 0600) != 0)
@@ -77,10 +77,10 @@ void shm_bell_create(xdev_tp_t *tp, const char *job_id)
  * whose bell we cannot open never arms (it has none) or is gone. Opened
  * for reading too, so that a bell whose owner has exited never raises
  * SIGPIPE: a ring then lands in a pipe nobody reads, harmlessly. */
-void shm_bell_open_peer(shm_peer_t *p, const char *job_id)
+void shm_bell_open_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
 {
     char path[160];
-    if (shm_bell_path(path, sizeof path, job_id, p->rank) == XDEV_OK)
+    if (shm_bell_path(tp->dev, job_id, p->rank, path, sizeof path) == XDEV_OK)
         p->bell_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 }
 

@@ -86,12 +86,12 @@ static int create_fd(const char *name)
 
 /* The last of the nlocal ranks to map a segment removes its name, and its
  * bell's (every mapper opened the bell first). */
-static void count_mapping(shm_seg_hdr_t *h, const char *name, const char *job_id)
+static void count_mapping(xdev_tp_t *tp, shm_seg_hdr_t *h, const char *name, const char *job_id)
 {
     if (atomic_fetch_add_explicit(&h->mapped, 1, memory_order_acq_rel) + 1 >= h->nlocal) {
         char bell[160];
         shm_unlink(name);
-        if (shm_bell_path(bell, sizeof bell, job_id, h->owner_rank) == XDEV_OK)
+        if (shm_bell_path(tp->dev, job_id, h->owner_rank, bell, sizeof bell) == XDEV_OK)
             unlink(bell);
     }
 }
@@ -137,7 +137,7 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
     prefault(base + ctl_off, total - ctl_off);
     shm_bell_create(tp, p->job_id);
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
-    count_mapping(h, tp->own_name, p->job_id); /* ours; also unlinks at once if nobody else comes */
+    count_mapping(tp, h, tp->own_name, p->job_id); /* ours; also unlinks at once if nobody else comes */
     return XDEV_OK;
 }
 
@@ -163,13 +163,19 @@ bool shm_seg_header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner)
 static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
 {
     char name[128];
-    xdev_job_name(name, sizeof name, job_id, p->rank, "");
+    if (xdev_job_name(tp->dev, job_id, p->rank, "", name, sizeof name) != XDEV_OK)
+        return XDEV_ERR_INIT;
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0)
         return errno == ENOENT ? 0 : XDEV_ERR_SYSTEM;
     struct stat st;
     void *base = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(shm_seg_hdr_t))
+    bool known = fstat(fd, &st) == 0;
+    if (known && st.st_uid != geteuid()) {
+        close(fd);
+        return XDEV_ERR_INIT; /* another user's: our peer could not have made it */
+    }
+    if (known && (size_t)st.st_size >= sizeof(shm_seg_hdr_t))
         base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (base == MAP_FAILED)
@@ -208,8 +214,8 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     p->pid = h->owner_pid;
     p->pidfd = xdev_pidfd_open(p->pid);
     p->cma_probe = h->self_addr;
-    shm_bell_open_peer(p, job_id);
-    count_mapping(h, name, job_id);
+    shm_bell_open_peer(tp, p, job_id);
+    count_mapping(tp, h, name, job_id);
     return 1;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "gen_corpus.h"
+#include "device.h"
 #include "shm.h"
 
 static const char *root;
@@ -170,13 +171,14 @@ static void shm_seeds(void)
 static void shm_seg_seed(const char *name, int nrings)
 {
     enum { PAGE = 4096 };
-    xdev_tp_t tp = { .rank = 1, .npeers = nrings, .bell_fd = -1 };
+    static xdev_t dev; /* its zero key names the segment */
+    xdev_tp_t tp = { .dev = &dev, .rank = 1, .npeers = nrings, .bell_fd = -1 };
     shm_peer_t peers[4] = { { .rank = 0 }, { .rank = 2 }, { .rank = 3 }, { .rank = 4 } };
     tp.peers = peers;
     char job[32];
     snprintf(job, sizeof job, "gen%d", (int)getpid());
     xdev_tp_params_t params = { .rank = 1, .eager_limit = 65536, .job_id = job };
-    if (xdev_job_name(tp.own_name, sizeof tp.own_name, job, 1, "") != XDEV_OK ||
+    if (xdev_job_name(&dev, job, 1, "", tp.own_name, sizeof tp.own_name) != XDEV_OK ||
         shm_seg_create(&tp, &params, PAGE) != XDEV_OK)
         exit(1);
     shm_unlink(tp.own_name);

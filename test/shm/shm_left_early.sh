@@ -17,7 +17,8 @@ zero=$!
 # peer timeout for a segment that never became ready, and rank 1 would
 # never map it at all.
 for _ in $(seq 1000); do
-    [ "$(head -c 7 /dev/shm/xdev-$job-0 2>/dev/null)" = XDVSEG1 ] && break
+    seg=$(find /dev/shm -maxdepth 1 -type f -name "xdev-$job-0-*" | head -1)
+    [ -n "$seg" ] && [ "$(head -c 7 "$seg" 2>/dev/null)" = XDVSEG1 ] && break
     sleep 0.01
 done
 kill -STOP $zero
