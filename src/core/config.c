@@ -74,13 +74,13 @@ static int env_flag(const char *name, unsigned bit, unsigned *flags)
  * counts as unset, as for the transports' options. */
 int config_from_env(xdev_config_t *c)
 {
-    int threads = 0, rc = XDEV_OK;
+    int threads = 0, transport = 0, rc = XDEV_OK;
     const char *v;
     if ((v = xdev_opt(NULL, "XDEV_TRANSPORT")))
         c->transport = v;
     if ((v = xdev_opt(NULL, "XDEV_JOB_SECRET")))
         c->job_secret = v;
-    if (env_int("XDEV_RANK", &c->rank) || env_int("XDEV_SIZE", &c->size) ||
+    if (xdev_opt_choice(NULL, "XDEV_TRANSPORT", &transport) || env_int("XDEV_RANK", &c->rank) || env_int("XDEV_SIZE", &c->size) ||
         xdev_opt_size(NULL, "XDEV_EAGER_LIMIT", &c->eager_limit) ||
         xdev_opt_size(NULL, "XDEV_UNEXPECTED_LIMIT", &c->unexpected_limit) ||
         env_int("XDEV_PEER_TIMEOUT_MS", &c->peer_timeout_ms) ||

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "options.h"
 
 #define MAX_RANKS 4096
 #define EXIT_LAUNCH 1   /* xdevrun itself could not set the job up */
@@ -114,6 +115,7 @@ static _Noreturn void usage(FILE *out, int status)
           "               prog [args...]\n"
           "  -n N              number of ranks, 1..4096\n"
           "  --transport NAME  set XDEV_TRANSPORT=NAME for the ranks\n"
+          "                    (auto, shm, tcp, ofi or ibv)\n"
           "  --bind core       bind rank i to the i-th CPU xdevrun may use\n"
           "                    (round robin when there are more ranks)\n"
           "  --bind none       leave the ranks to the scheduler\n"
@@ -133,6 +135,21 @@ static _Noreturn void bad_value(const char *what, const char *value)
 {
     say("invalid %s '%s'", what, value);
     usage(stderr, EXIT_USAGE);
+}
+
+/* One of XDEV_TRANSPORT's words in the variable table, so that a typo is
+ * a usage error here rather than every rank's failed xdev_init. */
+static bool transport_named(const char *name)
+{
+    for (size_t i = 0; i < xdev_nvars; i++) {
+        if (strcmp(xdev_vars[i].name, "XDEV_TRANSPORT"))
+            continue;
+        size_t n = strlen(name);
+        for (const char *w = xdev_vars[i].choices; *w; w += strcspn(w, "|"), w += *w == '|')
+            if (n && strcspn(w, "|") == n && !strncmp(w, name, n))
+                return true;
+    }
+    return false;
 }
 
 /* A non-negative, finite number of seconds; fractions allowed. */
@@ -185,7 +202,7 @@ static void parse_options(int argc, char **argv, struct options *opt)
                 bad_value("number of ranks", optarg);
             break;
         case 't':
-            if (*optarg == '\0')
+            if (!transport_named(optarg))
                 bad_value("transport", optarg);
             opt->transport = optarg;
             break;

@@ -213,18 +213,31 @@ static void check_config_size(const xdev_config_t *cfg)
                     XDEV_ERR_ARG, XDEV_ERR_ARG);
 }
 
+/* A malformed variable makes xdev_config_init fail, leaving the defaults
+ * (a transport name outside the table's list too, as a size that is not
+ * one). */
+static void check_malformed_env(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *saved = old ? strdup(old) : NULL;
+    xdev_config_t cfg;
+    setenv(name, value, 1);
+    CHECK(xdev_config_init(&cfg) == XDEV_ERR_INIT, "%s=%s: xdev_config_init did not fail", name,
+          value);
+    CHECK(!strcmp(cfg.transport, "auto") && cfg.size == 1, "%s=%s: cfg is not the defaults",
+          name, value);
+    if (saved) setenv(name, saved, 1); else unsetenv(name);
+    free(saved);
+}
+
 static void check_bad_init(void)
 {
     xdev_config_t cfg, c;
     xdev_t *dev = DEV_SENTINEL;
-    const char *old = getenv("XDEV_EAGER_LIMIT");
-    char *saved = old ? strdup(old) : NULL;
 
     CHECK_RC(xdev_config_init(NULL), XDEV_ERR_ARG);
-    setenv("XDEV_EAGER_LIMIT", "banana", 1);
-    CHECK_RC(xdev_config_init(&cfg), XDEV_ERR_INIT);
-    if (saved) setenv("XDEV_EAGER_LIMIT", saved, 1); else unsetenv("XDEV_EAGER_LIMIT");
-    free(saved);
+    check_malformed_env("XDEV_EAGER_LIMIT", "banana");
+    check_malformed_env("XDEV_TRANSPORT", "bogus");
 
     REQUIRE_RC(xdev_config_init(&cfg), XDEV_OK);
     REQUIRE(cfg.size == 2, "config from the environment has size %d, want 2", cfg.size);

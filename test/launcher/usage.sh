@@ -23,6 +23,8 @@ bad "--grace -1" -n 2 --grace -1 true
 bad "--timeout abc" -n 2 --timeout abc true
 bad "--timeout nan" -n 2 --timeout nan true
 bad "--transport ''" -n 2 --transport '' true
+bad "--transport bogus" -n 2 --transport bogus true
+bad "--transport tc" -n 2 --transport tc true
 bad "-n without a value" -n
 
 XDEV_TIMEOUT=soon "$XDEVRUN" -n 1 true 2>"$WORK/err"
