@@ -564,7 +564,8 @@ XDEV_API int xdev_arm(xdev_t *dev);
  * xdev_waitsome returns XDEV_ERR_WOKEN (*outcount = 0) after xdev_wakeup.
  * A request another thread reaps while xdev_waitsome waits is not reaped
  * again: xdev_waitsome returns what it reaped, or, if that was nothing,
- * XDEV_ERR_ARG with *outcount = 0, as the losing waiter of xdev_wait.
+ * XDEV_ERR_ARG, as the losing waiter of xdev_wait (and as every
+ * XDEV_ERR_ARG, writing nothing, *outcount included).
  */
 XDEV_API int xdev_testsome(int n, xdev_request_t *const *reqs, int *outcount, int *idx,
                            xdev_status_t *st);

@@ -106,22 +106,24 @@ static int some(int n, xdev_request_t *const *reqs, int *outcount, int *idx, xde
     }
     dev_lock(d);
     int rc = all_ours(d, n, reqs) ? XDEV_OK : XDEV_ERR_ARG;
+    int count = 0;
     if (rc == XDEV_OK) {
-        *outcount = 0;
         progress_once(d);
         struct some s = { n, reqs, d->completions - 1 };
         if (wait && !any_done(d, &s))
             rc = progress_until(d, any_done, &s, -1);
         /* woken: reap what is done anyway, the rest stays active */
         if (rc == XDEV_ERR_WOKEN || rc == XDEV_OK)
-            *outcount = reap_done(d, n, reqs, idx, st);
-        if (rc == XDEV_ERR_WOKEN && *outcount)
+            count = reap_done(d, n, reqs, idx, st);
+        if (rc == XDEV_ERR_WOKEN && count)
             rc = XDEV_OK;
         /* as xdev_wait: the thread that lost the race gets XDEV_ERR_ARG */
-        if (wait && rc == XDEV_OK && !*outcount && any_lost(d, n, reqs))
+        if (wait && rc == XDEV_OK && !count && any_lost(d, n, reqs))
             rc = XDEV_ERR_ARG;
     }
     dev_unlock(d);
+    if (rc != XDEV_ERR_ARG)
+        *outcount = count;
     return rc;
 }
 
