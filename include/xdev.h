@@ -234,7 +234,10 @@ typedef struct xdev_request {
  * xdev_config_init_size with the size of its own layout of the struct:
  * exactly that many bytes are written (past the fields this xdev knows,
  * zeros). XDEV_ERR_ARG, writing nothing, if size is smaller than the
- * first release's struct (the fields up to flags) or ends inside a field.
+ * first release's struct (it ended with flags: offsetof(xdev_config_t,
+ * flags) + sizeof(unsigned), 68 bytes on LP64, so any size from there to
+ * the options member, padding included, is that layout) or ends inside a
+ * field.
  */
 XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
 #define xdev_config_init(cfg) xdev_config_init_size((cfg), sizeof(xdev_config_t))
@@ -251,8 +254,12 @@ XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
  * call is collective: it returns once every rank of the job has reached
  * it (two PMIx fences; README, Launching).
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
- * short, a struct_size this xdev cannot read: see xdev_config_t), XDEV_ERR_INIT (no rank/size/secret/bootstrap, unknown transport,
- * address in use), XDEV_ERR_NOMEM, XDEV_ERR_SYSTEM.
+ * short, a struct_size this xdev cannot read: see xdev_config_t),
+ * XDEV_ERR_INIT (no rank/size/bootstrap, no secret in a job of two ranks
+ * or more, unknown transport, address in use), XDEV_ERR_NOMEM,
+ * XDEV_ERR_SYSTEM. A job of one rank (the default of a process started
+ * without a launcher) has nobody to prove itself to: it needs no secret,
+ * opens no transport, and so never reads its own peer-table entry.
  */
 XDEV_API int xdev_init(const xdev_config_t *cfg, xdev_t **dev);
 
