@@ -99,7 +99,7 @@ for b in $builds; do
     # TSan, for the same reason, leaves out 8 ranks, and ofi's 2.
     if [ "$b" = tsan ]; then
         mapfile -t selection < <(list_tests "$b" | grep -v -E -- '-np8-|^ofi-[a-z]+-np2-' |
-            grep -E 'threads|peek|progress|worker|mprobe|wakeup|handoff|^unit-|^leftovers')
+            grep -E 'threads|peek|progress|worker|poller|mprobe|wakeup|handoff|^unit-|^leftovers')
     fi
     # The fuzz targets are independent single-threaded processes: one a core.
     jobs=1

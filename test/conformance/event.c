@@ -17,6 +17,8 @@
  *  - With XDEV_TEST_EVENT_WORKER=1, a second thread sits blocked in a
  *    receive on another context the whole time: it reads the transports
  *    too, and what it takes in for the loop must still wake the loop.
+ *    With XDEV_TEST_EVENT_WORKER=poll it polls xdev_iprobe instead, as an
+ *    actor runtime's worker might: each probe reads the transports.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -118,12 +120,17 @@ static double exchange(int fd, unsigned char *buf, size_t len, uint64_t seed, in
     return done - sent;
 }
 
-/* Blocked until the main thread sends this rank the message it waits for. */
+/* Blocked (or polling) until the main thread sends this rank the message
+ * it waits for. */
 static void *worker(void *arg)
 {
-    (void)arg;
+    bool poll_probe = *(const bool *)arg;
     char x;
     xdev_status_t st;
+    for (int found = 0; poll_probe && !found;) {
+        CHECK_RC(xdev_iprobe(h_dev, h_rank, 0, CTX_WORKER, &found, &st));
+        h_sleep_ms(1);
+    }
     CHECK_RC(xdev_recv(h_dev, &x, 1, h_rank, 0, CTX_WORKER, &st));
     return NULL;
 }
@@ -145,10 +152,11 @@ void case_event(void)
     double waited = 0, cpu = 0;
     int sleeps = 0;
     const char *w = getenv("XDEV_TEST_EVENT_WORKER");
-    bool with_worker = w && !strcmp(w, "1");
+    bool with_worker = w && (!strcmp(w, "1") || !strcmp(w, "poll"));
+    bool poll_probe = with_worker && !strcmp(w, "poll");
     pthread_t worker_thread;
     if (with_worker)
-        CHECK(pthread_create(&worker_thread, NULL, worker, NULL) == 0, "pthread_create");
+        CHECK(pthread_create(&worker_thread, NULL, worker, &poll_probe) == 0, "pthread_create");
     for (int round = 0; round < ROUNDS; round++) {
         for (int s = 0; s < 2; s++) {
             /* the 1 MiB message also once with xdev_wait: its reference */
