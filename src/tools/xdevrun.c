@@ -145,9 +145,12 @@ static bool transport_named(const char *name)
         if (strcmp(xdev_vars[i].name, "XDEV_TRANSPORT"))
             continue;
         size_t n = strlen(name);
-        for (const char *w = xdev_vars[i].choices; *w; w += strcspn(w, "|"), w += *w == '|')
-            if (n && strcspn(w, "|") == n && !strncmp(w, name, n))
+        for (const char *w = xdev_vars[i].choices; *w;) {
+            size_t len = strcspn(w, "|");
+            if (n && len == n && !strncmp(w, name, n))
                 return true;
+            w += len + (w[len] == '|');
+        }
     }
     return false;
 }
