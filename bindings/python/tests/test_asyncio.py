@@ -39,3 +39,32 @@ def test_await_receive_while_the_loop_runs(dev, ring):
         assert ticks >= 20  # the loop was not blocked while it waited
     assert time.monotonic() - start < 5
     barrier(dev)
+
+
+def test_a_cancelled_arecv_takes_no_message(dev, ring):
+    """A timed-out (cancelled) arecv cancels its receive: the message sent
+    afterwards goes to the next receive, not into the abandoned buffer."""
+    nxt, prev = ring
+    abandoned, got = bytearray(5), bytearray(5)
+
+    async def timed_out():
+        try:
+            await asyncio.wait_for(dev.arecv(abandoned, prev, 52), 0.05)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    assert asyncio.run(timed_out())
+    barrier(dev)
+    dev.send(b"late!", nxt, 52)
+    req = dev.irecv(got, prev, 52)
+    deadline = time.monotonic() + 5
+    st = req.test()
+    while st is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+        st = req.test()
+    if st is None:
+        req.cancel()
+    assert st is not None and got == b"late!", "the message went to the cancelled arecv"
+    assert abandoned == bytearray(5)
+    barrier(dev)

@@ -156,8 +156,9 @@ def test_peek_timeouts(dev):
     """-1 waits forever, as in C; below -1 is refused, changing nothing."""
     me = dev.rank
     req = dev.irecv(bytearray(4), me, 40)
-    with pytest.raises(ValueError):
-        dev.peek(-2)
+    for below in (-2, -2**31 - 1, -2**40):  # past an int too: still a ValueError
+        with pytest.raises(ValueError):
+            dev.peek(below)
     assert dev.peek(0) is None
     dev.send(b"self", me, 40)
     assert dev.peek(-1) is req
@@ -259,6 +260,26 @@ def test_ctrl_c_interrupts_a_blocked_receive(dev, ring):
     got = bytearray(4)
     dev.recv(got, prev, 14)
     assert got == b"late"
+
+
+def test_ctrl_c_in_wait_leaves_a_begun_send_active(dev, ring):
+    """Ctrl-C in Request.wait on an issend nobody has matched raises at once:
+    the send has begun, so it cannot be cancelled, and the Request keeps it
+    (and its buffer) active; waiting again completes it once matched."""
+    nxt, prev = ring
+    req = dev.issend(b"sync", nxt, 15)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        req.wait()
+    assert time.monotonic() - start < 2
+    assert req.active
+    barrier(dev)  # every rank's wait was interrupted before anyone receives
+    got = bytearray(4)
+    dev.recv(got, prev, 15)
+    assert req.wait().count == 4 and got == b"sync"
+    barrier(dev)
 
 
 def test_stats_and_peer_state(dev, ring):

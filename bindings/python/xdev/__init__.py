@@ -11,7 +11,9 @@
 Buffers are anything with the buffer protocol (bytes, bytearray,
 memoryview, numpy arrays), C-contiguous; receives need writable ones.
 send_obj/recv_obj move any picklable object. Every blocking call releases
-the GIL, and Ctrl-C interrupts it (a receive not yet matched is cancelled).
+the GIL, and Ctrl-C interrupts it (a receive not yet matched is cancelled;
+a send, which has begun once posted, is finished first: Request.wait
+raises at once, leaving it active).
 A Request is awaitable in asyncio, and Device.arecv awaits a receive, both
 driven by the device's file descriptor on the running loop.
 """
@@ -94,23 +96,50 @@ class Device(_xdev.Device):
         if self._awaited and not self.arm():
             asyncio.get_running_loop().call_soon(self._drive)
 
-    async def wait_async(self, req):
-        """Await req's completion on the running loop; its Status."""
+    def _watch(self, req):
+        """A future for req's Status, which the loop's reader completes."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
         st = req.test()
         if st is not None:
-            return st
-        loop = asyncio.get_running_loop()
+            fut.set_result(st)
+            return fut
         if self._loop_reader is not loop:
             loop.add_reader(self.fileno(), self._drive)
             self._loop_reader = loop
-        fut = loop.create_future()
         self._awaited[req] = fut
         loop.call_soon(self._drive)
-        return await fut
+        return fut
+
+    async def wait_async(self, req):
+        """Await req's completion on the running loop; its Status."""
+        return await self._watch(req)
 
     async def arecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, ctx=0):
-        """Receive into buf without blocking the loop; its Status."""
-        return await self.wait_async(self.irecv(buf, source, tag, ctx))
+        """Receive into buf without blocking the loop; its Status.
+
+        Cancelled (task.cancel(), a timeout of asyncio.wait_for, Ctrl-C in
+        asyncio.run) before a message matched it, the receive is cancelled
+        too and takes no message. One that had matched already is finished
+        into buf and its Status returned: a message is never left in a
+        buffer nobody looks at."""
+        req = self.irecv(buf, source, tag, ctx)
+        fut = self._watch(req)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            if not fut.done() and req.active and req.cancel():
+                del self._awaited[req]
+                try:
+                    req.wait()  # complete at once, as cancelled
+                except Error:
+                    pass
+                raise
+        while True:  # matched: finish it, whatever more cancels come
+            try:
+                return await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                pass
 
     def close(self):
         """Finalize. Calls blocked in the device (in any thread) are woken

@@ -22,8 +22,9 @@
  * back, runs the signal handlers and looks for wakeup():
  * Ctrl-C raises KeyboardInterrupt within a slice, wakeup() Error
  * (ERR_WOKEN). An interrupted or woken receive that has not begun is
- * cancelled; anything that has begun is finished first, since its buffer
- * cannot be left to xdev. close() wakes the calls waiting without the GIL
+ * cancelled; a blocking call's request that has begun is finished first,
+ * since its buffer cannot be left to xdev, while an interrupted
+ * Request.wait() leaves its begun request to the Request. close() wakes the calls waiting without the GIL
  * and finalizes once they have left (`inside`). The blocking calls keep
  * their request and buffer view on the C stack and leave `user` NULL: no
  * Request object is made, and peek() passes over such a request (its
@@ -201,13 +202,20 @@ static int attempt_test(xdev_t *dev, void *arg)
     return rc < 0 ? rc : done;
 }
 
+/* wait_request: a signal handler raised, and the request, which had
+ * begun, is still active. */
+#define INTERRUPTED_ACTIVE 2
+
 /* Block until req completes, reaping it into *st. Returns 0, an xdev
- * error (< 0), or 1 when a signal handler raised. Interrupted, or woken
- * when `mine` (a blocking call's own request), the request is cancelled
- * and waited for, so that its memory is the caller's again: woken, the
- * call then returns XDEV_ERR_WOKEN if the cancel took, as if not woken if
- * it was too late. A Request's wait() that is woken returns
- * XDEV_ERR_WOKEN with the request still active. */
+ * error (< 0), 1 when a signal handler raised, or INTERRUPTED_ACTIVE.
+ * Interrupted, or woken when `mine` (a blocking call's own request), the
+ * request is cancelled and waited for, so that its memory is the
+ * caller's again: woken, the call then returns XDEV_ERR_WOKEN if the
+ * cancel took, as if not woken if it was too late. A Request's wait()
+ * that is woken returns XDEV_ERR_WOKEN with the request still active; one
+ * interrupted returns at once too when its request has begun (a send to
+ * another rank, a matched receive), which the Request keeps, buffer and
+ * all: Ctrl-C does not wait for a receiver that may never come. */
 static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st, bool mine)
 {
     struct test_args a = { req, st };
@@ -215,7 +223,8 @@ static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st,
     if (rc == 1 || (rc < 0 && (rc != XDEV_ERR_WOKEN || !mine)))
         return rc == 1 ? 0 : rc;
     int why = rc; /* 0: a signal handler raised; or woken */
-    xdev_cancel(req); /* XDEV_ERR_TOO_LATE: it finishes whole */
+    if (xdev_cancel(req) == XDEV_ERR_TOO_LATE && !mine)
+        return INTERRUPTED_ACTIVE; /* else it finishes whole */
     rc = wait_until(d, attempt_test, &a, false);
     if (rc < 0)
         return rc;
@@ -640,7 +649,8 @@ static int attempt_progress(xdev_t *dev, void *arg)
 static PyObject *dev_peek(DeviceObject *d, PyObject *args)
 {
     int timeout = -1;
-    if (!device_ok(d) || !PyArg_ParseTuple(args, "|i", &timeout))
+    PyObject *o = NULL;
+    if (!device_ok(d) || !PyArg_ParseTuple(args, "|O", &o) || int_arg(o, "timeout", &timeout) < 0)
         return NULL;
     if (timeout < -1)
         return raise_code(XDEV_ERR_ARG, NULL);
@@ -1025,6 +1035,8 @@ static PyObject *req_wait(RequestObject *r, PyObject *unused)
     int rc = wait_request(r->device, r->req, &st, false);
     if (rc == XDEV_ERR_WOKEN) /* still active: wait again, test or cancel */
         return raise_code(rc, NULL);
+    if (rc == INTERRUPTED_ACTIVE)
+        return NULL; /* what the signal handler raised; still active */
     request_reaped(r); /* reaped (or not ours to reap: another thread's) */
     if (rc == 1)
         return NULL;
