@@ -2,6 +2,8 @@
 cancel, dropped requests, threads and Ctrl-C."""
 import gc
 import os
+import pathlib
+import re
 import signal
 import threading
 import time
@@ -150,6 +152,15 @@ def test_peek_returns_the_posted_request(dev, ring):
         seen.add(dev.peek())
     assert seen == {req}
     assert req.wait().count == 8
+
+
+def test_every_error_code_is_exported():
+    """xdev.ERR_X for every XDEV_ERR_X in the C header, with its value."""
+    header = pathlib.Path(__file__).resolve().parents[3] / "include" / "xdev.h"
+    codes = dict(re.findall(r"XDEV_(ERR_[A-Z_]+) = (-\d+),", header.read_text()))
+    assert len(codes) >= 12
+    for name, value in codes.items():
+        assert getattr(xdev, name) == int(value), name
 
 
 def test_peek_timeouts(dev):

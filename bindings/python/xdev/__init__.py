@@ -23,12 +23,16 @@ import pickle
 import weakref
 
 from . import _xdev
-from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_CANCELED, ERR_INIT, ERR_PEER, ERR_TRUNCATE,
-                    ERR_WOKEN, PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message, PeerError, Request,
-                    Status, TruncationError, version)
+from ._xdev import (ANY_SOURCE, ANY_TAG, ERR_ARG, ERR_BUSY, ERR_CANCELED, ERR_INIT, ERR_NOMEM,
+                    ERR_PEER, ERR_PEER_PENDING, ERR_SYSTEM, ERR_TIMEOUT, ERR_TOO_LATE,
+                    ERR_TRUNCATE, ERR_WOKEN, PEER_ALIVE, PEER_DEAD, PEER_UNKNOWN, Error, Message,
+                    PeerError, Request, Status, TruncationError, version)
 
+_CODES = ["ERR_ARG", "ERR_NOMEM", "ERR_TRUNCATE", "ERR_PEER", "ERR_CANCELED", "ERR_INIT",
+          "ERR_SYSTEM", "ERR_TOO_LATE", "ERR_TIMEOUT", "ERR_WOKEN", "ERR_PEER_PENDING",
+          "ERR_BUSY"]
 __all__ = ["Device", "Request", "Message", "Status", "Error", "TruncationError", "PeerError",
-           "ANY_SOURCE", "ANY_TAG", "PEER_UNKNOWN", "PEER_ALIVE", "PEER_DEAD", "version"]
+           "ANY_SOURCE", "ANY_TAG", "PEER_UNKNOWN", "PEER_ALIVE", "PEER_DEAD", "version"] + _CODES
 
 # The exceptions carry (code, text, status): name the parts.
 Error.code = property(lambda e: e.args[0], doc="the XDEV_ERR code")

@@ -1276,14 +1276,27 @@ PyMODINIT_FUNC PyInit__xdev(void)
         PyModule_AddIntConstant(m, "ANY_TAG", XDEV_ANY_TAG) < 0 ||
         PyModule_AddIntConstant(m, "PEER_UNKNOWN", XDEV_PEER_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "PEER_ALIVE", XDEV_PEER_ALIVE) < 0 ||
-        PyModule_AddIntConstant(m, "PEER_DEAD", XDEV_PEER_DEAD) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_TRUNCATE", XDEV_ERR_TRUNCATE) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_PEER", XDEV_ERR_PEER) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_CANCELED", XDEV_ERR_CANCELED) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_INIT", XDEV_ERR_INIT) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_WOKEN", XDEV_ERR_WOKEN) < 0) {
+        PyModule_AddIntConstant(m, "PEER_DEAD", XDEV_PEER_DEAD) < 0) {
         Py_DECREF(m);
         return NULL;
+    }
+    /* Every code an Error can carry, under its C name without XDEV_. */
+    static const struct {
+        const char *name;
+        int code;
+    } codes[] = {
+        { "ERR_ARG", XDEV_ERR_ARG },         { "ERR_NOMEM", XDEV_ERR_NOMEM },
+        { "ERR_TRUNCATE", XDEV_ERR_TRUNCATE }, { "ERR_PEER", XDEV_ERR_PEER },
+        { "ERR_CANCELED", XDEV_ERR_CANCELED }, { "ERR_INIT", XDEV_ERR_INIT },
+        { "ERR_SYSTEM", XDEV_ERR_SYSTEM },   { "ERR_TOO_LATE", XDEV_ERR_TOO_LATE },
+        { "ERR_TIMEOUT", XDEV_ERR_TIMEOUT }, { "ERR_WOKEN", XDEV_ERR_WOKEN },
+        { "ERR_PEER_PENDING", XDEV_ERR_PEER_PENDING }, { "ERR_BUSY", XDEV_ERR_BUSY },
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        if (PyModule_AddIntConstant(m, codes[i].name, codes[i].code) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }
