@@ -201,10 +201,12 @@ typedef struct xdev_status {
     int tag;      /* message tag */
     int ctx;      /* message context */
     int error;    /* XDEV_OK, XDEV_ERR_TRUNCATE, XDEV_ERR_PEER, ... */
-    size_t count; /* bytes delivered (receives, probes) or sent (sends) */
+    size_t count; /* bytes delivered (receives, probes); for a send its
+                   * length, whatever its outcome, but 0 if cancelled */
     size_t msg_len; /* the message's full length: count, unless a receive
                      * was truncated (then count is the buffer's length)
-                     * or failed (then count is 0) */
+                     * or failed (then count is 0, and msg_len the cut
+                     * message's length, or 0 when it took no message) */
 } xdev_status_t;
 
 /*
@@ -305,10 +307,13 @@ XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int 
  * XDEV_ANY_SOURCE and tag XDEV_ANY_TAG; ctx may not be a wildcard. A longer
  * message fills the buffer and completes with status.error ==
  * XDEV_ERR_TRUNCATE, status.count == len and status.msg_len the full
- * length; nothing is written past buf + len. A receive from a specific rank fails with XDEV_ERR_PEER if that
- * rank dies with nothing left for it (see the prefix rule above); a
- * wildcard receive is not failed by one peer's death, only by taking the
- * message at which a dead sender's stream was cut.
+ * length; nothing is written past buf + len. A receive from a specific
+ * rank fails with XDEV_ERR_PEER if that rank dies with nothing left for
+ * it (see the prefix rule above), its status as posted (that source, its
+ * tag, XDEV_ANY_TAG if so posted, and ctx) with count and msg_len 0; one
+ * that takes the message at which the stream was cut names that message
+ * (its tag, msg_len its length). A wildcard receive is not failed by one
+ * peer's death, only by taking such a message.
  * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
  * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
  */
