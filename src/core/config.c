@@ -80,7 +80,9 @@ int config_from_env(xdev_config_t *c)
         c->transport = v;
     if ((v = xdev_opt(NULL, "XDEV_JOB_SECRET")))
         c->job_secret = v;
-    if (xdev_opt_choice(NULL, "XDEV_TRANSPORT", &transport) || env_int("XDEV_RANK", &c->rank) || env_int("XDEV_SIZE", &c->size) ||
+    /* transport: only checked here (a name the table lacks is malformed) */
+    if (xdev_opt_choice(NULL, "XDEV_TRANSPORT", &transport) ||
+        env_int("XDEV_RANK", &c->rank) || env_int("XDEV_SIZE", &c->size) ||
         xdev_opt_size(NULL, "XDEV_EAGER_LIMIT", &c->eager_limit) ||
         xdev_opt_size(NULL, "XDEV_UNEXPECTED_LIMIT", &c->unexpected_limit) ||
         env_int("XDEV_PEER_TIMEOUT_MS", &c->peer_timeout_ms) ||

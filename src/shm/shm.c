@@ -359,7 +359,8 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     if (rc == XDEV_OK)
         rc = read_options(tp, &ring);
     if (rc == XDEV_OK && tp->npeers) {
-        rc = xdev_job_name(dev, params->job_id, params->rank, "", tp->own_name, sizeof tp->own_name);
+        rc = xdev_job_name(dev, params->job_id, params->rank, "", tp->own_name,
+                           sizeof tp->own_name);
         if (rc == XDEV_OK)
             rc = shm_seg_create(tp, params, ring);
         if (rc == XDEV_OK)

@@ -137,7 +137,8 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
     prefault(base + ctl_off, total - ctl_off);
     shm_bell_create(tp, p->job_id);
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
-    count_mapping(tp, h, tp->own_name, p->job_id); /* ours; also unlinks at once if nobody else comes */
+    /* ours; also unlinks at once if nobody else comes */
+    count_mapping(tp, h, tp->own_name, p->job_id);
     return XDEV_OK;
 }
 

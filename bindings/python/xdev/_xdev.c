@@ -24,8 +24,9 @@
  * (ERR_WOKEN). An interrupted or woken receive that has not begun is
  * cancelled; a blocking call's request that has begun is finished first,
  * since its buffer cannot be left to xdev, while an interrupted
- * Request.wait() leaves its begun request to the Request. close() wakes the calls waiting without the GIL
- * and finalizes once they have left (`inside`). The blocking calls keep
+ * Request.wait() leaves its begun request to the Request. close() wakes
+ * the calls waiting without the GIL and finalizes once they have left
+ * (`inside`). The blocking calls keep
  * their request and buffer view on the C stack and leave `user` NULL: no
  * Request object is made, and peek() passes over such a request (its
  * caller reaps it).
