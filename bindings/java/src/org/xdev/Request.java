@@ -171,7 +171,9 @@ public final class Request {
 
     /**
      * As testSome, but blocks until at least one has completed (returns at
-     * once, with none, if no entry is active).
+     * once, with none, if no entry is active, and returns with none when
+     * another thread reaps one of them while it waits, as xdev_waitsome's
+     * losing waiter does: that one's outcome is in its status()).
      */
     public static int[] waitSome(Request... reqs) {
         return some(reqs, true);
@@ -190,14 +192,22 @@ public final class Request {
         refuseListedTwice(reqs);
         int n = reqs.length;
         long[] addrs = new long[n]; /* 0: not held by this call */
+        boolean[] listed = new boolean[n]; /* active when this call held it */
         int[] index = new int[n];
         for (;;) {
+            /* Lost to another thread, which reaped one of them meanwhile: as
+             * xdev_waitsome's losing waiter, return with none reaped here,
+             * rather than go on waiting for the others. */
+            for (int i = 0; i < n; i++)
+                if (listed[i] && reqs[i].isReaped())
+                    return new int[0];
             Caller c = d.enter(block);
             int held = 0, rc = 0;
             try {
                 for (int i = 0; i < n; i++) {
                     Request r = reqs[i];
                     addrs[i] = r != null && r.acquire() ? r.addr : 0;
+                    listed[i] |= addrs[i] != 0;
                     held += addrs[i] != 0 ? 1 : 0;
                 }
                 if (held > 0)

@@ -12,6 +12,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.xdev.Device;
@@ -50,6 +51,7 @@ public final class Threads {
         Check.run(dev, "four threads share the device", t::sharedDevice);
         Check.run(dev, "two threads wait for one request", t::twoWaiters);
         Check.run(dev, "waitSome races waitSome, waitFor and test for one request", t::waitSomeRace);
+        Check.run(dev, "waitSome returns when waitFor reaps one of its requests", t::waitSomeLosesOne);
         Check.run(dev, "a dropped request lives until peek hands it out", t::droppedRequest);
         Check.run(dev, "peek and waitFor race for the same requests", t::peekRacesWait);
         Check.run(dev, "close wakes a blocked thread, abandons what was never reaped, and lets it go",
@@ -292,6 +294,46 @@ public final class Threads {
         }
         that(it >= 100, "only " + it + " iterations");
         that(dev.iprobe(me, Device.ANY_TAG, 5) == null, "a message left over");
+    }
+
+    /*
+     * A thread in waitSome(r, never) while another reaps r with waitFor: the
+     * loser returns (with nothing reaped by it), as xdev_waitsome's losing
+     * waiter does, instead of waiting on for `never`, which nobody sends.
+     * It used to wait on in about half the rounds.
+     */
+    private void waitSomeLosesOne() throws Exception {
+        for (int it = 0; it < 12; it++) {
+            int[] in = new int[1], none = new int[1];
+            CountDownLatch calling = new CountDownLatch(1);
+            Request r = dev.irecv(in, 0, 1, me, 1, 6);
+            Request never = dev.irecv(none, 0, 1, me, 2, 6);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            int[][] got = { null };
+            Thread a = new Thread(() -> {
+                try {
+                    calling.countDown();
+                    got[0] = Request.waitSome(r, never);
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            a.setDaemon(true);
+            a.start();
+            calling.await();
+            Thread.sleep(20); /* a is asleep in waitSome by now */
+            dev.send(new int[] { it }, 0, 1, me, 1, 6);
+            Status st = r.waitFor();
+            a.join(5000);
+            boolean stuck = a.isAlive();
+            never.cancel();
+            never.waitFor();
+            a.join(5000);
+            that(!stuck, "round " + it + ": waitSome waited on for the request nobody sends");
+            that(failed.get() == null, "round " + it + ": " + failed.get());
+            that(st.count() == 4 && in[0] == it, "round " + it + ": " + st);
+            that(got[0] != null && got[0].length <= 1, "round " + it + ": " + Arrays.toString(got[0]));
+        }
     }
 
     /* Rank 0 keeps only a weak reference to its request and the array; the
