@@ -38,12 +38,17 @@ void tcp_service_later(xdev_tp_t *tp, tcp_conn_t *c)
 }
 
 /* Connections that asked for attention outside an epoll event: a resumed
- * payload to read, an error to act on. */
+ * payload to read, an error to act on. Each is served once per call: one
+ * that reads up to its bound queues itself again, for the next call, so
+ * that a flood cannot keep a progress call, and the device lock with it,
+ * until it is over (other threads' calls wait for that lock). */
 static void run_service(xdev_tp_t *tp)
 {
-    while (tp->service) {
-        tcp_conn_t *c = tp->service;
-        tp->service = c->service_next;
+    tp->serving = tp->service;
+    tp->service = NULL;
+    while (tp->serving) {
+        tcp_conn_t *c = tp->serving;
+        tp->serving = c->service_next;
         c->queued = false;
         if (c->broken)
             tcp_conn_lost(tp, c);

@@ -48,7 +48,7 @@ typedef struct tcp_conn {
     uint8_t state;
     uint8_t rx_phase;
     bool broken;           /* an I/O error seen where we could not act on it */
-    bool queued;           /* on tp->service list */
+    bool queued;           /* on tp->service or tp->serving */
     bool wr_closed;        /* we sent FIN (finalize) */
     bool drained;          /* the last recv came back short: the socket is
                             * empty, no need to ask it again until polled */
@@ -64,7 +64,7 @@ typedef struct tcp_conn {
     xdev_rx_t rx;          /* the arrival being placed */
     size_t rx_got;
     struct tcp_conn *next;         /* tp->conns */
-    struct tcp_conn *service_next; /* tp->service */
+    struct tcp_conn *service_next; /* tp->service or tp->serving */
 } tcp_conn_t;
 
 typedef struct tcp_peer {
@@ -89,6 +89,7 @@ struct xdev_tp {
     tcp_peer_t *peers;
     tcp_conn_t *conns;
     tcp_conn_t *service;   /* conns to look at in the next progress call */
+    tcp_conn_t *serving;   /* those run_service is looking at now */
     tcp_conn_t *closed;    /* closed conns whose memory may still be named
                             * by events of the epoll batch being handled */
     unsigned nwanting;     /* peers wanted but not connected */

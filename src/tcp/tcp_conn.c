@@ -63,6 +63,17 @@ static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
     return c;
 }
 
+static bool unlink_service(tcp_conn_t **list, tcp_conn_t *c)
+{
+    for (tcp_conn_t **p = list; *p; p = &(*p)->service_next) {
+        if (*p == c) {
+            *p = c->service_next;
+            return true;
+        }
+    }
+    return false;
+}
+
 void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
 {
     if (c->state == CONN_CLOSED)
@@ -73,14 +84,8 @@ void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
             break;
         }
     }
-    if (c->queued) {
-        for (tcp_conn_t **p = &tp->service; *p; p = &(*p)->service_next) {
-            if (*p == c) {
-                *p = c->service_next;
-                break;
-            }
-        }
-    }
+    if (c->queued && !unlink_service(&tp->service, c))
+        unlink_service(&tp->serving, c);
     if (c->peer >= 0) {
         tcp_peer_t *p = &tp->peers[c->peer];
         if (p->conn == c)
