@@ -9,27 +9,6 @@
 #include "device.h"
 #include "options.h"
 
-const xdev_var_t *xdev_var_find(const char *name, size_t len)
-{
-    for (size_t i = 0; i < xdev_nvars; i++)
-        if (strlen(xdev_vars[i].name) == len && !strncmp(xdev_vars[i].name, name, len))
-            return &xdev_vars[i];
-    return NULL;
-}
-
-static int choice_index(const char *choices, const char *s)
-{
-    size_t n = strlen(s);
-    int i = 0;
-    for (const char *c = choices; *c; i++) {
-        size_t len = strcspn(c, "|");
-        if (n && len == n && !strncmp(c, s, n))
-            return i;
-        c += len + (c[len] == '|');
-    }
-    return -1;
-}
-
 /* A COUNT: digits only, no suffix, no sign. */
 static int parse_count(const char *s, size_t *out)
 {
@@ -71,7 +50,7 @@ int xdev_var_check(const xdev_var_t *var, const char *s)
     case XDEV_VAR_FLAG:
         return !strcmp(s, "0") || !strcmp(s, "1") ? XDEV_OK : XDEV_ERR_ARG;
     case XDEV_VAR_CHOICE:
-        return choice_index(var->choices, s) >= 0 ? XDEV_OK : XDEV_ERR_ARG;
+        return xdev_var_choice(var, s) >= 0 ? XDEV_OK : XDEV_ERR_ARG;
     case XDEV_VAR_TEXT:
         return XDEV_OK;
     }
@@ -160,7 +139,7 @@ int xdev_opt_choice(const xdev_t *d, const char *name, int *out)
     const xdev_var_t *var = lookup(d, name, &v);
     if (!var || var->type != XDEV_VAR_CHOICE)
         return XDEV_ERR_INIT;
-    int i = v ? choice_index(var->choices, v) : 0;
+    int i = v ? xdev_var_choice(var, v) : 0;
     if (i < 0)
         return XDEV_ERR_INIT;
     if (v)

@@ -43,7 +43,9 @@ extern const size_t xdev_nvars;
  * first. Returns XDEV_OK or XDEV_ERR_INIT. */
 int xdev_parse_size(const char *s, size_t *out);
 
+/* The table's lookups (vars.c, so that xdevrun can compile them in). */
 const xdev_var_t *xdev_var_find(const char *name, size_t len);
+int xdev_var_choice(const xdev_var_t *var, const char *s); /* index in choices, or -1 */
 
 /* XDEV_OK if s is a value var accepts, else XDEV_ERR_ARG. */
 int xdev_var_check(const xdev_var_t *var, const char *s);

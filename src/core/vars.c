@@ -5,8 +5,10 @@
  * info test fails when the sources read a variable this table does not
  * name or the README's table says otherwise. Variables read by a
  * transport are options: settable per device (xdev_config_t.options).
+ * The table's two lookups are here too: xdevrun compiles this file in.
  */
 #include <stdint.h>
+#include <string.h>
 #include "options.h"
 
 #define KIB ((size_t)1 << 10)
@@ -95,3 +97,24 @@ const xdev_var_t xdev_vars[] = {
 };
 
 const size_t xdev_nvars = sizeof xdev_vars / sizeof xdev_vars[0];
+
+const xdev_var_t *xdev_var_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < xdev_nvars; i++)
+        if (strlen(xdev_vars[i].name) == len && !strncmp(xdev_vars[i].name, name, len))
+            return &xdev_vars[i];
+    return NULL;
+}
+
+int xdev_var_choice(const xdev_var_t *var, const char *s)
+{
+    size_t n = strlen(s);
+    int i = 0;
+    for (const char *c = var->choices; *c; i++) {
+        size_t len = strcspn(c, "|");
+        if (n && len == n && !strncmp(c, s, n))
+            return i;
+        c += len + (c[len] == '|');
+    }
+    return -1;
+}

@@ -141,18 +141,8 @@ static _Noreturn void bad_value(const char *what, const char *value)
  * a usage error here rather than every rank's failed xdev_init. */
 static bool transport_named(const char *name)
 {
-    for (size_t i = 0; i < xdev_nvars; i++) {
-        if (strcmp(xdev_vars[i].name, "XDEV_TRANSPORT"))
-            continue;
-        size_t n = strlen(name);
-        for (const char *w = xdev_vars[i].choices; *w;) {
-            size_t len = strcspn(w, "|");
-            if (n && len == n && !strncmp(w, name, n))
-                return true;
-            w += len + (w[len] == '|');
-        }
-    }
-    return false;
+    static const char var[] = "XDEV_TRANSPORT";
+    return xdev_var_choice(xdev_var_find(var, sizeof var - 1), name) >= 0;
 }
 
 /* A non-negative, finite number of seconds; fractions allowed. */
