@@ -100,15 +100,14 @@ int xdev_job_name(xdev_t *dev, const char *job_id, int rank, const char *what, c
     int len = snprintf(out, cap, "xdev-%s-%d-", job_id, rank);
     if (len <= 0 || (size_t)len >= cap)
         return XDEV_ERR_INIT;
-    size_t what_len = strlen(what);
-    char msg[256];
-    if ((size_t)len + what_len >= sizeof msg)
+    char msg[256]; /* the MAC covers the name without the tag */
+    int msg_len = snprintf(msg, sizeof msg, "%s%s", out, what);
+    if (msg_len <= 0 || (size_t)msg_len >= sizeof msg)
         return XDEV_ERR_INIT;
-    memcpy(msg, out, (size_t)len);
-    memcpy(msg + len, what, what_len);
-    uint64_t tag = xdev_auth_mac(dev, msg, (size_t)len + what_len);
-    len = snprintf(out, cap, "xdev-%s-%d-%016llx%s", job_id, rank, (unsigned long long)tag, what);
-    return len > 0 && (size_t)len < cap ? XDEV_OK : XDEV_ERR_INIT;
+    uint64_t tag = xdev_auth_mac(dev, msg, (size_t)msg_len);
+    size_t room = cap - (size_t)len;
+    int more = snprintf(out + len, room, "%016llx%s", (unsigned long long)tag, what);
+    return more > 0 && (size_t)more < room ? XDEV_OK : XDEV_ERR_INIT;
 }
 
 /* Wait (bounded) for every rank's host identity; local[r] says whether
