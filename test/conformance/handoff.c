@@ -11,9 +11,9 @@
  *  - a single copy: A waits for 256 MiB, which shm moves with one copy
  *    from rank 1's memory; the copy must go in pieces, with the lock let
  *    go between them, not in one system call that holds it throughout.
- *    B comes 20 ms in, when A's wait has stopped spinning and yielding
- *    (progress.c): it only polls, its transport being busy (shm_arm), and
- *    must still give B a turn.
+ *    B comes 10 ms in (the copy takes about 30), when A's wait has
+ *    stopped spinning and yielding (5 ms, progress.c): it only polls, its
+ *    transport being busy (shm_arm), and must still give B a turn.
  * On a loaded machine thread B may first run when A's wait is nearly over,
  * and then the times say nothing: such a round is run again (rank 0 tells
  * the others), up to ATTEMPTS times. Ranks past 1 only take part in the
@@ -94,7 +94,7 @@ void case_handoff(void)
     CHECK(h_size >= 2, "handoff needs 2 ranks");
     unsigned char *big = h_rank <= 1 ? h_malloc(BIG) : NULL;
     static const struct { size_t len; int flood, b_ms; const char *name; } rounds[] = {
-        { 64, FLOOD, 3, "flood" }, { BIG, 0, 20, "single copy" },
+        { 64, FLOOD, 3, "flood" }, { BIG, 0, 10, "single copy" },
     };
     for (int i = 0; i < 2; i++) {
         for (int attempt = 1, again = 1; again; attempt++) {
