@@ -89,34 +89,47 @@ static bool waiter(unsigned char *buf, size_t len, int flood, int b_ms, const ch
     return true;
 }
 
+typedef struct {
+    size_t len;
+    int flood, b_ms;
+    const char *name;
+} round_t;
+
+/* One attempt at a round, every rank; returns whether to run it again,
+ * which rank 0 decides and tells the others. */
+static bool attempt(const round_t *rd, unsigned char *big, int nth)
+{
+    uint64_t again = 0;
+    if (h_rank == 1) {
+        h_fill(big, rd->len, 77, 1);
+        sender(big, rd->len, rd->flood);
+    } else if (h_rank == 0) {
+        again = !waiter(big, rd->len, rd->flood, rd->b_ms, rd->name);
+        CHECK(!again || nth < ATTEMPTS,
+              "%s: in %d attempts thread B never called its send %.0f ms before "
+              "thread A's wait returned", rd->name, ATTEMPTS, TELLING * 1e3);
+    } else {
+        h_barrier();
+    }
+    if (h_rank == 0)
+        for (int r = 1; r < h_size; r++)
+            h_send_u64(r, TAG_AGAIN, again);
+    else
+        again = h_recv_u64(0, TAG_AGAIN);
+    h_barrier();
+    return again != 0;
+}
+
 void case_handoff(void)
 {
     CHECK(h_size >= 2, "handoff needs 2 ranks");
     unsigned char *big = h_rank <= 1 ? h_malloc(BIG) : NULL;
-    static const struct { size_t len; int flood, b_ms; const char *name; } rounds[] = {
-        { 64, FLOOD, 3, "flood" }, { BIG, 0, 10, "single copy" },
+    static const round_t rounds[] = {
+        { 64, FLOOD, 3, "flood" },
+        { BIG, 0, 10, "single copy" },
     };
-    for (int i = 0; i < 2; i++) {
-        for (int attempt = 1, again = 1; again; attempt++) {
-            if (h_rank == 1) {
-                h_fill(big, rounds[i].len, 77, 1);
-                sender(big, rounds[i].len, rounds[i].flood);
-            } else if (h_rank == 0) {
-                again = !waiter(big, rounds[i].len, rounds[i].flood, rounds[i].b_ms,
-                                rounds[i].name);
-                CHECK(!again || attempt < ATTEMPTS,
-                      "%s: in %d attempts thread B never called its send %.0f ms before "
-                      "thread A's wait returned", rounds[i].name, ATTEMPTS, TELLING * 1e3);
-            } else {
-                h_barrier();
-            }
-            if (h_rank == 0)
-                for (int r = 1; r < h_size; r++)
-                    h_send_u64(r, TAG_AGAIN, (uint64_t)again);
-            else
-                again = (int)h_recv_u64(0, TAG_AGAIN);
-            h_barrier();
-        }
-    }
+    for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++)
+        for (int nth = 1; attempt(&rounds[i], big, nth); nth++)
+            ;
     free(big);
 }
