@@ -120,9 +120,12 @@ static int tcp_wait_fd(xdev_tp_t *tp)
 }
 
 /* The epoll set is level-triggered: only what was read into our own
- * buffers and not yet handed on (tp->service) raises no event. */
+ * buffers and not yet handed on (tp->service) raises no event. Whatever
+ * wakes the sleeper may be an accept, which direct polls do not see, so
+ * the first poll after a sleep looks at epoll. */
 static int tcp_arm(xdev_tp_t *tp)
 {
+    tp->polls = EPOLL_EVERY - 1;
     return tp->service ? XDEV_ERR_BUSY : XDEV_OK;
 }
 
