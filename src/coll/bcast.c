@@ -6,7 +6,7 @@
  */
 #include "coll.h"
 
-enum { PH_TREE, PH_SCATTER, PH_RING };
+enum { PH_TREE, PH_SCATTER, PH_RING, PH_DIRECT };
 
 /* Lowest set bit of vr (vr > 0); the root's subtree is all p ranks. */
 static int subtree_mask(int vr, int p)
@@ -79,6 +79,18 @@ static int bcast_scatter_ring(xdev_coll_group_t *g, char *buf, size_t len, int r
     return XDEV_OK;
 }
 
+/* The root sends to every member itself: no member waits for another to
+ * pass the message on. */
+static int bcast_direct(xdev_coll_group_t *g, void *buf, size_t len, int root)
+{
+    int rc;
+    if (g->rank != root)
+        return (rc = coll_irecv(g, buf, len, root, PH_DIRECT)) ? rc : coll_waitall(g);
+    for (int vr = 1; vr < g->size; vr++)
+        if ((rc = coll_isend(g, buf, len, coll_abs(g, vr, root), PH_DIRECT))) return rc;
+    return coll_waitall(g);
+}
+
 int xdev_coll_bcast(xdev_coll_group_t *g, void *buf, size_t len, int root)
 {
     if (!g || !coll_buf_ok(buf, len) || !coll_root_ok(g, root)) return XDEV_ERR_ARG;
@@ -87,6 +99,7 @@ int xdev_coll_bcast(xdev_coll_group_t *g, void *buf, size_t len, int root)
     if (g->size > 1) {
         int alg = coll_pick(g, F_BCAST, len, g->size > 2);
         rc = alg == BCAST_SCATTER_RING ? bcast_scatter_ring(g, buf, len, root)
+             : alg == BCAST_DIRECT     ? bcast_direct(g, buf, len, root)
                                        : coll_bcast_binomial(g, buf, len, root, PH_TREE);
     }
     return coll_end(g, rc);

@@ -32,7 +32,7 @@ enum coll_family {
  * messages in small groups, where a family has one, comes after them (see
  * config.c for their names). */
 enum { BARRIER_DISSEMINATION, BARRIER_LINEAR };
-enum { BCAST_BINOMIAL, BCAST_SCATTER_RING };
+enum { BCAST_BINOMIAL, BCAST_SCATTER_RING, BCAST_DIRECT };
 enum { GATHER_BINOMIAL, GATHER_LINEAR };
 enum { SCATTER_BINOMIAL, SCATTER_LINEAR };
 enum { ALLGATHER_GATHER_BCAST, ALLGATHER_RING, ALLGATHER_DIRECT };

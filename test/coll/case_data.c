@@ -85,6 +85,31 @@ static void test_bcast_choice(void)
     CHECK_RC(xdev_coll_group_free(g));
 }
 
+/* The automatic choice for a short broadcast in a group of up to 8: the
+ * root sends to every member itself, so no member passes it on (in the
+ * tree, member 2 of 4 or more would pass it to member 3). */
+static void test_bcast_short_choice(void)
+{
+    size_t size = 8;
+    xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
+    uint8_t *buf = t_malloc(size);
+    if (t_rank == 0) t_fill(buf, size, 78, 0);
+    xdev_stats_t before, after;
+    CHECK_RC(xdev_stats(t_dev, &before));
+    t_phase("bcast auto choice, size %zu", size);
+    CHECK_RC(xdev_coll_bcast(g, buf, size, 0));
+    CHECK_RC(xdev_stats(t_dev, &after));
+    CHECK_DATA(buf, size, 78, 0, "bcast short auto choice");
+    uint64_t sent = 0;
+    for (int i = 0; i < after.ntransports; i++)
+        sent += after.transport[i].msgs_sent - before.transport[i].msgs_sent;
+    uint64_t want = t_rank == 0 ? (uint64_t)t_size - 1 : 0;
+    CHECK(sent == want, "member %d sent %llu messages in an 8-byte bcast from 0 of %d, want %llu",
+          t_rank, (unsigned long long)sent, t_size, (unsigned long long)want);
+    free(buf);
+    CHECK_RC(xdev_coll_group_free(g));
+}
+
 /* The automatic choice for long alltoall blocks, at 4 ranks: everything
  * posted at once over shm alone, pairwise exchange over tcp. Rank 0
  * enters late. Posted at once, every other member sends its block to
@@ -294,13 +319,14 @@ static void test_alltoall(const char *alg, size_t size, uint64_t seed)
 
 int case_data(void)
 {
-    static const char *bcast[] = {"binomial", "scatter_ring", NULL};
+    static const char *bcast[] = {"binomial", "scatter_ring", "direct", NULL};
     static const char *gather[] = {"binomial", "linear", NULL};
     static const char *allgather[] = {"gather_bcast", "ring", "direct", NULL};
     static const char *alltoall[] = {"linear", "pairwise", NULL};
     const size_t *sizes = t_sizes();
     uint64_t seed = 1;
     if (t_size >= 3) test_bcast_choice();
+    if (t_size <= 8) test_bcast_short_choice();
     if (t_size == 4) test_alltoall_choice();
     for (int k = 0; sizes[k] != (size_t)-1; k++) {
         size_t s = sizes[k];

@@ -18,7 +18,8 @@
  * notice lets them return.
  * Without `mid` every survivor needs the victim's contribution and must
  * return an error within FAIL_BOUND_S (in bcast: every member of the
- * victim's subtree; the others may return OK). With `mid` the victim's data
+ * victim's subtree; the others may return OK, and in the direct bcast,
+ * where nobody waits for the victim, all of them may). With `mid` the victim's data
  * may already have reached some members: those may return OK but then
  * must hold the correct result; the others must return an error; nobody may
  * hang. A member that returned OK must fail its next collective on the
@@ -136,8 +137,9 @@ int case_kill(const char *family, const char *alg, const char *when)
     double dt = t_now() - t0;
     printf("[rank %d] %s %s with a dying member: %d (%s) after %.3f s\n", t_rank, family, alg,
            rc, xdev_strerror(rc), dt);
-    int may_pass = mid || (!strcmp(family, "bcast") && !strcmp(alg, "binomial") &&
-                           !below_victim(t_rank));
+    int may_pass = mid || (!strcmp(family, "bcast") &&
+                           (!strcmp(alg, "direct") ||
+                            (!strcmp(alg, "binomial") && !below_victim(t_rank))));
     if (rc == XDEV_OK) {
         CHECK(may_pass, "%s returned OK although it needed the dead member", family);
         if (mid && (strcmp(family, "reduce") || t_rank == 0)) {
