@@ -54,6 +54,27 @@ static const char *transport(void)
 
 static int shm_alone(const char *tp) { return !strcmp(tp, "auto") || !strcmp(tp, "shm"); }
 
+/* An automatic bcast of size bytes from member 0, its data checked;
+ * returns how many messages this member sent in it. */
+static uint64_t auto_bcast_sent(size_t size, uint64_t seed)
+{
+    xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
+    uint8_t *buf = t_malloc(size);
+    if (t_rank == 0) t_fill(buf, size, seed, 0);
+    xdev_stats_t before, after;
+    CHECK_RC(xdev_stats(t_dev, &before));
+    t_phase("bcast auto choice, size %zu", size);
+    CHECK_RC(xdev_coll_bcast(g, buf, size, 0));
+    CHECK_RC(xdev_stats(t_dev, &after));
+    CHECK_DATA(buf, size, seed, 0, "bcast auto choice, size %zu", size);
+    uint64_t sent = 0;
+    for (int i = 0; i < after.ntransports; i++)
+        sent += after.transport[i].msgs_sent - before.transport[i].msgs_sent;
+    free(buf);
+    CHECK_RC(xdev_coll_group_free(g));
+    return sent;
+}
+
 /* The automatic choice for a long broadcast: the tree when every rank is
  * on this host over shm (where the scatter + ring only copies more), the
  * scatter + ring when ranks talk over a network transport. Told apart by
@@ -62,27 +83,12 @@ static int shm_alone(const char *tp) { return !strcmp(tp, "auto") || !strcmp(tp,
 static void test_bcast_choice(void)
 {
     const char *tp = transport();
-    int one_host = shm_alone(tp);
-    size_t size = 64 * KiB;
-    xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
-    uint8_t *buf = t_malloc(size);
-    if (t_rank == 0) t_fill(buf, size, 77, 0);
-    xdev_stats_t before, after;
-    CHECK_RC(xdev_stats(t_dev, &before));
-    t_phase("bcast auto choice, size %zu", size);
-    CHECK_RC(xdev_coll_bcast(g, buf, size, 0));
-    CHECK_RC(xdev_stats(t_dev, &after));
-    CHECK_DATA(buf, size, 77, 0, "bcast auto choice");
-    uint64_t sent = 0;
-    for (int i = 0; i < after.ntransports; i++)
-        sent += after.transport[i].msgs_sent - before.transport[i].msgs_sent;
+    uint64_t sent = auto_bcast_sent(64 * KiB, 77);
     if (t_rank == t_size - 1) {
-        uint64_t want = one_host ? 0 : (uint64_t)t_size - 1;
+        uint64_t want = shm_alone(tp) ? 0 : (uint64_t)t_size - 1;
         CHECK(sent == want, "the last member sent %llu messages in a 64 KiB bcast over %s, want %llu",
               (unsigned long long)sent, tp, (unsigned long long)want);
     }
-    free(buf);
-    CHECK_RC(xdev_coll_group_free(g));
 }
 
 /* The automatic choice for a short broadcast in a group of up to 8: the
@@ -90,24 +96,10 @@ static void test_bcast_choice(void)
  * tree, member 2 of 4 or more would pass it to member 3). */
 static void test_bcast_short_choice(void)
 {
-    size_t size = 8;
-    xdev_coll_group_t *g = t_world("XDEV_COLL_BCAST", NULL);
-    uint8_t *buf = t_malloc(size);
-    if (t_rank == 0) t_fill(buf, size, 78, 0);
-    xdev_stats_t before, after;
-    CHECK_RC(xdev_stats(t_dev, &before));
-    t_phase("bcast auto choice, size %zu", size);
-    CHECK_RC(xdev_coll_bcast(g, buf, size, 0));
-    CHECK_RC(xdev_stats(t_dev, &after));
-    CHECK_DATA(buf, size, 78, 0, "bcast short auto choice");
-    uint64_t sent = 0;
-    for (int i = 0; i < after.ntransports; i++)
-        sent += after.transport[i].msgs_sent - before.transport[i].msgs_sent;
+    uint64_t sent = auto_bcast_sent(8, 78);
     uint64_t want = t_rank == 0 ? (uint64_t)t_size - 1 : 0;
     CHECK(sent == want, "member %d sent %llu messages in an 8-byte bcast from 0 of %d, want %llu",
           t_rank, (unsigned long long)sent, t_size, (unsigned long long)want);
-    free(buf);
-    CHECK_RC(xdev_coll_group_free(g));
 }
 
 /* The automatic choice for long alltoall blocks, at 4 ranks: everything
