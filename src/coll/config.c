@@ -70,8 +70,9 @@ static int parse_size(const char *s, size_t *out)
  *   10.7 (8); 16 KiB 1.1 against 3.2 (4), 2.8 against 12.8 (8); over tcp
  *   8 bytes 11 against 21 (4), 28 against 53 (8). No member waits for
  *   another to pass the message on, so none waits for one the scheduler
- *   has not run. Back to back the two are even within the noise (8 bytes
- *   0.57 against 0.53 at 4 ranks, 1.24 against 1.30 at 8). Up to 16 KiB.
+ *   has not run. Back to back the root's extra sends cost a little at 4
+ *   ranks (8 bytes 0.57 against 0.53) and not at 8 (1.24 against 1.30).
+ *   Up to 16 KiB: over a network the root's p - 1 copies share its link.
  * Each member sends p - 1 copies, so the group must be small too. */
 #define DEFAULT_DIRECT_MEMBERS 8
 

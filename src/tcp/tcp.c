@@ -17,8 +17,7 @@
 
 #define TIMER_PERIOD_MS 5
 #define DIRECT_POLL_MAX 4    /* open connections worth polling one by one */
-#define EPOLL_EVERY 256      /* ... but look at epoll (accepts) this often; */
-                             /* every 16th poll cost 2% of a round trip */
+#define EPOLL_EVERY 256      /* ... but look at epoll (accepts) this often */
 
 void tcp_set_events(xdev_tp_t *tp, tcp_conn_t *c, uint32_t events)
 {

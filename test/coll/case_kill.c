@@ -19,13 +19,14 @@
  * Without `mid` every survivor needs the victim's contribution and must
  * return an error within FAIL_BOUND_S (in bcast: every member of the
  * victim's subtree; the others may return OK, and in the direct bcast,
- * where nobody waits for the victim, all of them may). With `mid` the victim's data
- * may already have reached some members: those may return OK but then
- * must hold the correct result; the others must return an error; nobody may
- * hang. A member that returned OK must fail its next collective on the
- * group (the others' notices, or the dead peer, reach it). Afterwards the
- * broken group fails at once, can be freed, and the device is driven a
- * while (the failed call's requests may still move data) and finalizes.
+ * where nobody waits for the victim, all of them may). With `mid` the
+ * victim's data may already have reached some members: those may return
+ * OK but then must hold the correct result; the others must return an
+ * error; nobody may hang. A member that returned OK must fail its next
+ * collective on the group (the others' notices, or the dead peer, reach
+ * it). Afterwards the broken group fails at once, can be freed, and the
+ * device is driven a while (the failed call's requests may still move
+ * data) and finalizes.
  * Its buffers are freed only after finalize, as xdev_coll.h asks.
  * Each survivor that passes writes "ok" to $XDEV_TEST_OUT/rank.<r>.
  */
