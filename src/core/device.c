@@ -15,8 +15,14 @@ void device_free(xdev_t *d)
     while (d->ux_head) {
         uxmsg_t *e = d->ux_head;
         d->ux_head = e->next;
-        free(e->data);
+        if (e->data != e->small)
+            free(e->data);
         free(e->fetch); /* its request was abandoned with the caller's */
+        free(e);
+    }
+    while (d->ux_spare) {
+        uxmsg_t *e = d->ux_spare;
+        d->ux_spare = e->next;
         free(e);
     }
     xdev_payloads_drain(&d->payloads);

@@ -113,6 +113,11 @@ enum ux_state {
                   * receive that matches it fails with XDEV_ERR_PEER */
 };
 
+/* Unexpected payloads up to this long are kept in their entry: a burst of
+ * short messages that arrive before their receives (a collective's root
+ * running ahead) needs no allocation per message for them. */
+#define UX_SMALL 64
+
 /* An unexpected message: arrived before a receive matched it. */
 typedef struct uxmsg {
     xdev_mnode_t node[4];        /* see match.h: exact and the 3 wildcard keys */
@@ -133,12 +138,14 @@ typedef struct uxmsg {
     uint64_t remote_addr;        /* rendezvous: the sender's exposed buffer */
     uint64_t remote_key;
     uint8_t rndz_mode;           /* rendezvous: XDEV_RNDZ_* the sender asked for */
-    void *data;                  /* buffered payload, or NULL */
-    size_t data_cap;             /* bytes of data (xdev_payload_get) */
+    void *data;                  /* buffered payload (small, or from
+                                  * xdev_payload_get), or NULL */
+    size_t data_cap;             /* bytes of data from xdev_payload_get */
     size_t charge;               /* bytes counted against the bound */
     xreq_t *rreq;                /* receive that matched it before it was READY */
     void *token;                 /* transport connection holding a deferred payload */
     xreq_t *self_sreq;           /* deferred send to self */
+    unsigned char small[UX_SMALL]; /* a short payload, in the entry itself */
 } uxmsg_t;
 
 /*
@@ -214,6 +221,8 @@ struct xdev {
     uxmsg_t *claimed;          /* matched-probed messages not yet received */
     uint64_t claims;
     size_t ux_bytes, ux_peak, ux_deferred;
+    uxmsg_t *ux_spare;         /* freed entries kept for reuse, by next */
+    size_t ux_nspare;
     xdev_payloads_t payloads;  /* unexpected payloads' buffers, for reuse */
 
     uint64_t auth_key[2];

@@ -157,6 +157,14 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
     return 0;
 }
 
+void xdev_mtable_append_like(xdev_mtable_t *t, const xdev_mnode_t *like, xdev_mnode_t *n)
+{
+    xdev_mbucket_t *b = like->bucket;
+    t->last = b;
+    n->bucket = b;
+    XDEV_DLIST_APPEND(b->head, b->tail, n, prev, next);
+}
+
 void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
 {
     (void)t;

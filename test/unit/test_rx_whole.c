@@ -6,8 +6,9 @@
  * with the right status, and is done in that one call (XDEV_RX_DONE); one
  * nobody has posted for is buffered whole, and a receive posted later
  * gets it; one over the sender's eager limit is refused; during finalize
- * it is dropped. None of these may ask the transport for anything (this
- * device has none).
+ * it is dropped; a burst of them is received in order, each whole,
+ * short or not, and leaves its entries for the next. None of these may
+ * ask the transport for anything (this device has none).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static xdev_t *new_dev(void)
     d->rank = ME;
     d->size = 3;
     d->flags = XDEV_FLAG_SINGLE_THREAD;
+    d->wake_fd = d->event_fd = d->tick_fd = -1; /* none opened */
     d->cfg.unexpected_limit = 1 << 20;
     d->peers = calloc(3, sizeof *d->peers);
     if (!d->peers)
@@ -34,22 +36,6 @@ static xdev_t *new_dev(void)
         d->peers[i].cut = UINT64_MAX;
     }
     return d;
-}
-
-static void free_dev(xdev_t *d)
-{
-    while (d->ux_head) {
-        uxmsg_t *e = d->ux_head;
-        d->ux_head = e->next;
-        free(e->data);
-        free(e);
-    }
-    xdev_mtable_destroy(&d->posted);
-    xdev_mtable_destroy(&d->unexpected);
-    req_table_destroy(d);
-    proto_free_ctl(d);
-    free(d->peers);
-    free(d);
 }
 
 /* A receive from any source (no transport to watch a peer with). */
@@ -93,7 +79,7 @@ static void test_refused(void)
     /* the receive is still posted, untouched, and nothing was buffered */
     CHECK(r.phase == PH_RECV_POSTED && buf[0] == 0x11 && !d->ux_head);
     req_reap(d, &r, NULL);
-    free_dev(d);
+    device_free(d);
 }
 
 static void test_taken(void)
@@ -111,7 +97,7 @@ static void test_taken(void)
     CHECK(memcmp(buf, payload, 8) == 0 && buf[8] == 0x11 && buf[11] == 0x11);
     CHECK(req_cq_pop(d) == &r); /* xdev_peek hands it out */
     req_reap(d, &r, NULL);
-    free_dev(d);
+    device_free(d);
 }
 
 static void test_buffered(void)
@@ -132,7 +118,44 @@ static void test_buffered(void)
 
     d->finalizing = true; /* nobody will receive it: dropped, not buffered */
     CHECK(arrive(d, good(), payload, sizeof payload) == XDEV_RX_DONE && !d->ux_head);
-    free_dev(d);
+    device_free(d);
+}
+
+/* A burst buffered before any receive: short payloads in their entries,
+ * one byte over in a buffer of its own, none at all; tags that repeat
+ * (an entry queued through the one before it) and one that does not.
+ * Receives of any tag or of theirs take them whole, in the order they
+ * came. Their entries are kept for the next burst, no more than the
+ * bound lets the queue hold. */
+static void test_burst(void)
+{
+    enum { N = 5 };
+    static const size_t lens[N] = { UX_SMALL, UX_SMALL + 1, 0, UX_SMALL, 1 };
+    static const int tags[N] = { TAG, TAG, TAG + 1, TAG, TAG };
+    xdev_t *d = new_dev();
+    d->peers[PEER].eager_limit = 2 * UX_SMALL;
+    char payload[N][2 * UX_SMALL], buf[2 * UX_SMALL + 4];
+    for (int m = 0; m < N; m++) {
+        memset(payload[m], 0x30 + m, sizeof payload[m]);
+        xdev_hdr_t h = good();
+        h.tag = tags[m];
+        CHECK(arrive(d, h, payload[m], lens[m]) == XDEV_RX_DONE);
+    }
+    for (int m = 0; m < N; m++) {
+        xreq_t r;
+        memset(buf, 0x11, sizeof buf);
+        int tag = m % 2 ? tags[m] : XDEV_ANY_TAG; /* through either list */
+        CHECK(req_start(d, &r, REQ_RECV, buf, sizeof buf, XDEV_ANY_SOURCE, tag, CTX) == XDEV_OK);
+        CHECK(proto_recv(d, &r) == XDEV_OK);
+        CHECK(r.phase == PH_DONE && r.status.tag == tags[m] && r.status.count == lens[m]);
+        CHECK(memcmp(buf, payload[m], lens[m]) == 0 && buf[lens[m]] == 0x11);
+        req_reap(d, &r, NULL);
+        if (m == 1)
+            d->cfg.unexpected_limit = 2 * sizeof(uxmsg_t); /* room for two from here on */
+    }
+    CHECK(!d->ux_head && d->ux_bytes == 0 && d->ux_nspare == 2);
+    CHECK(arrive(d, good(), payload[0], 8) == XDEV_RX_DONE && d->ux_nspare == 1);
+    device_free(d);
 }
 
 int main(void)
@@ -140,6 +163,7 @@ int main(void)
     test_refused();
     test_taken();
     test_buffered();
+    test_burst();
     printf("test_rx_whole: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
