@@ -39,6 +39,7 @@ int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t
 /* Queue n at the tail of the list `like` is queued in: the same key,
  * without a lookup. */
 void xdev_mtable_append_like(xdev_mtable_t *t, const xdev_mnode_t *like, xdev_mnode_t *n);
+
 /* Unlink n from its list (n must be queued). */
 void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n);
 
