@@ -170,6 +170,7 @@ void shm_tx_gone(xdev_tp_t *tp, shm_peer_t *p);
 
 /* shm_rx.c */
 void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p);
+void shm_rx_publish_all(xdev_tp_t *tp);
 void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to);
 
 /* shm_bell.c */

@@ -153,6 +153,7 @@ int shm_arm(xdev_tp_t *tp)
 {
     if (tp->copies)
         return XDEV_ERR_BUSY;
+    shm_rx_publish_all(tp);
     if (tp->epfd < 0)
         return XDEV_OK; /* no bell: the core naps and polls */
     uint8_t junk[64];

@@ -32,13 +32,24 @@
  * producer keeps one line spare.
  *
  * The consumer publishes how far it has read in ctl->head (release, after
- * copying a record out); the producer reads it (acquire) only when its
+ * copying records out); the producer reads it (acquire) only when its
  * cached copy says the ring is full, and past SHM_HOT_BYTES once every
  * SHM_EMPTY_CHECK_EVERY bytes (below). Nothing else is shared on the fast
  * path: one copy in, one release store; one acquire load, one copy out,
- * one release store. Each half of the ctl block is written by one process
- * only, and the halves are 128 bytes apart because adjacent-line
- * prefetchers move lines in pairs.
+ * and now and then one release store. Each half of the ctl block is
+ * written by one process only, and the halves are 128 bytes apart because
+ * adjacent-line prefetchers move lines in pairs.
+ *
+ * The consumer publishes when it finds the ring empty, when it stops
+ * reading for any reason but another record waiting, and otherwise once
+ * `publish_every` bytes have been released since it last did. When a
+ * sender runs ahead of a receiver and keeps its ring full, publishing
+ * every record made the head's line cross between the cores for each
+ * message (the producer reads it whenever it finds no room), and the
+ * consumer's store waited for it every time: 8-byte gather and reduce at
+ * 2 ranks, back to back, took 0.30 us a call against 0.20 batched. A
+ * producer sees room later by at most that much, in a ring still
+ * holding records for the consumer to read.
  *
  * A producer past the first SHM_HOT_BYTES of the data area that finds the
  * ring empty fills the rest of the area with a filler record, so the next
@@ -79,6 +90,7 @@
 #define SHM_HOT_BYTES (64 * 1024)
 #define SHM_EMPTY_CHECK_EVERY (4 * 1024)
 #define SHM_HOT_MSG_MAX 1024
+#define SHM_PUBLISH_MAX (16 * 1024) /* publish_every: an eighth of the ring, at most this */
 
 /* The shared control block of one ring. */
 typedef struct shm_ring_ctl {
@@ -119,7 +131,14 @@ typedef struct shm_rxring {
     shm_ring_ctl_t *ctl;
     uint64_t size, mask;
     uint64_t head;      /* bytes read (absolute) */
+    uint64_t published; /* the head last stored in ctl->head */
+    uint64_t publish_every;
 } shm_rxring_t;
+
+static inline uint64_t shm_rx_publish_every(uint64_t ring_bytes)
+{
+    return ring_bytes / 8 < SHM_PUBLISH_MAX ? ring_bytes / 8 : SHM_PUBLISH_MAX;
+}
 
 static inline _Atomic uint64_t *shm_ctrl_at(uint8_t *data, uint64_t off)
 {
@@ -209,11 +228,21 @@ static inline const uint8_t *shm_rx_body(const shm_rxring_t *r)
     return r->data + (r->head & r->mask) + 8;
 }
 
-/* Give the record just read back to the producer. */
+/* Tell the producer how far we have read. */
+static inline void shm_rx_publish(shm_rxring_t *r)
+{
+    if (r->published == r->head)
+        return;
+    atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+    r->published = r->head;
+}
+
+/* Give the record just read back to the producer (published in batches). */
 static inline void shm_rx_release(shm_rxring_t *r, uint64_t ctrl)
 {
     r->head += shm_rec_size(ctrl & SHM_REC_BYTES);
-    atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+    if (r->head - r->published >= r->publish_every)
+        shm_rx_publish(r);
 }
 
 #endif

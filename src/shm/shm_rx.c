@@ -111,49 +111,74 @@ static bool fragment(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     return take(tp, p, ctrl, 0);
 }
 
-static void read_ring(xdev_tp_t *tp, shm_peer_t *p)
+/* Returns true when it stopped with more records to read (the next
+ * progress call reads on), false when the ring is empty or is not to be
+ * read until the core says so. */
+static bool read_ring(xdev_tp_t *tp, shm_peer_t *p)
 {
     /* Bounded, so one busy peer cannot starve the others. */
-    for (int n = 0; n < SHM_RX_BUDGET && !p->failed; n++) {
-        if (p->in.state == XDEV_RXMSG_DEFERRED)
-            return;
+    for (int n = 0; n < SHM_RX_BUDGET; n++) {
+        if (p->failed || p->in.state == XDEV_RXMSG_DEFERRED)
+            return false;
         if (p->in.state == XDEV_RXMSG_RESUMED) {
             resume_message(tp, p);
             continue;
         }
         uint64_t ctrl = shm_rx_peek(&p->rx);
         if (!ctrl)
-            return;
+            return false;
         if (!shm_rx_valid(&p->rx, ctrl)) {
             shm_peer_fail(tp, p);
-            return;
+            return false;
         }
         if (ctrl & SHM_REC_PAD) {
             if (p->in.state != XDEV_RXMSG_IDLE || (ctrl & SHM_REC_START) ||
                 (p->rx.head & p->rx.mask) + shm_rec_size(ctrl & SHM_REC_BYTES) != p->rx.size) {
                 shm_peer_fail(tp, p);
-                return;
+                return false;
             }
             shm_rx_release(&p->rx, ctrl);
             continue;
         }
         bool go_on = p->in.state == XDEV_RXMSG_IDLE ? start_message(tp, p, ctrl) : fragment(tp, p, ctrl);
+        if (!go_on)
+            return false;
         /* One unexpected message per call: the rest waits in the ring,
          * where it costs nothing and fills it so that the sender waits,
          * rather than in buffers that a lagging receiver would have to
          * allocate (first touches of fresh pages cost 13 us each here). */
-        if (!go_on || (p->in.state == XDEV_RXMSG_IDLE && p->in.rx.unexpected))
-            return;
+        if (p->in.state == XDEV_RXMSG_IDLE && p->in.rx.unexpected)
+            return true;
     }
+    return true;
 }
 
-/* Read what p wrote; if that gave it room it may be sleeping for, wake it. */
+/* If publishing gave p room it may be sleeping for, wake it. */
+static void wake_if_room(xdev_tp_t *tp, shm_peer_t *p, uint64_t published_before)
+{
+    if (p->rx.published != published_before && !p->gone)
+        shm_bell_after(tp, p);
+}
+
+/* Read what p wrote, and publish what was read unless more follows at
+ * once (shm_ring.h). */
 void shm_rx_poll(xdev_tp_t *tp, shm_peer_t *p)
 {
-    uint64_t head = p->rx.head;
-    read_ring(tp, p);
-    if (p->rx.head != head && !p->gone)
-        shm_bell_after(tp, p);
+    uint64_t published = p->rx.published;
+    if (!read_ring(tp, p))
+        shm_rx_publish(&p->rx);
+    wake_if_room(tp, p, published);
+}
+
+/* Before we sleep: a peer waiting for room must not wait for us. */
+void shm_rx_publish_all(xdev_tp_t *tp)
+{
+    for (int i = 0; i < tp->npeers; i++) {
+        shm_peer_t *p = &tp->peers[i];
+        uint64_t published = p->rx.published;
+        shm_rx_publish(&p->rx);
+        wake_if_room(tp, p, published);
+    }
 }
 
 void shm_resume(xdev_tp_t *tp, void *token, const xdev_rx_t *to)

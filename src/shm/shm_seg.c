@@ -133,6 +133,7 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
         q->rx.data = base + data_off + (uint64_t)i * ring_bytes;
         q->rx.size = ring_bytes;
         q->rx.mask = ring_bytes - 1;
+        q->rx.publish_every = shm_rx_publish_every(ring_bytes);
     }
     prefault(base + ctl_off, total - ctl_off);
     shm_bell_create(tp, p->job_id);
