@@ -6,12 +6,14 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "coll.h"
 
 #define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
+#define CLOCK_EVERY 16 /* idle polls between clock reads, until it backs off */
 
 /* g->expect values that are not a receive's byte count. */
 #define SEND_MARK SIZE_MAX
@@ -170,6 +172,7 @@ int coll_waitall(xdev_coll_group_t *g)
 {
     int spins = 0;
     long idle_since = 0;
+    bool backing_off = false;
     int first_error = XDEV_OK;
     while (g->nreq > 0) {
         int progressed = 0;
@@ -196,15 +199,21 @@ int coll_waitall(xdev_coll_group_t *g)
         }
         /* Busy-poll for cfg.spin_ns of idleness, then yield each poll:
          * ranks may outnumber cores, and the one we wait for may need ours;
-         * after cfg.yield_ns more, nap instead (see config.c). */
+         * after cfg.yield_ns more, nap instead (see config.c). While
+         * busy-polling the clock is read every CLOCK_EVERY polls only: a
+         * poll of idle rings costs a few ns, the clock about twenty. */
         if (progressed) {
             spins = 0;
             idle_since = 0;
-        } else if (++spins > 1) {
+            backing_off = false;
+        } else if (++spins > 1 && (backing_off || spins % CLOCK_EVERY == 0)) {
             long t = now_ns();
             if (!idle_since) idle_since = t;
             else if (t - idle_since >= g->cfg.spin_ns + g->cfg.yield_ns) nap();
-            else if (t - idle_since >= g->cfg.spin_ns) sched_yield();
+            else if (t - idle_since >= g->cfg.spin_ns) {
+                backing_off = true;
+                sched_yield();
+            }
         }
     }
     return XDEV_OK;
