@@ -50,7 +50,7 @@ static xdev_t *new_dev(void)
     d->rank = ME;
     d->size = 2;
     d->flags = XDEV_FLAG_SINGLE_THREAD;
-    d->wake_fd = -1;
+    d->wake_fd = d->event_fd = d->tick_fd = -1; /* none opened (device_free closes them) */
     d->cfg.unexpected_limit = 1 << 20;
     d->cfg.eager_limit = 64;
     d->tps[0].ops = &fake_ops;
