@@ -111,7 +111,7 @@ static bool fragment(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     return take(tp, p, ctrl, 0);
 }
 
-/* Returns true when it stopped with more records to read (the next
+/* Returns true when it stopped with another record waiting (the next
  * progress call reads on), false when the ring is empty or is not to be
  * read until the core says so. */
 static bool read_ring(xdev_tp_t *tp, shm_peer_t *p)
@@ -148,9 +148,9 @@ static bool read_ring(xdev_tp_t *tp, shm_peer_t *p)
          * rather than in buffers that a lagging receiver would have to
          * allocate (first touches of fresh pages cost 13 us each here). */
         if (p->in.state == XDEV_RXMSG_IDLE && p->in.rx.unexpected)
-            return true;
+            break;
     }
-    return true;
+    return shm_rx_peek(&p->rx) != 0;
 }
 
 /* If publishing gave p room it may be sleeping for, wake it. */
