@@ -19,6 +19,18 @@
 #include <string.h>
 #include "shm.h"
 
+/* Give the record at the head back to the producer. A message taken by
+ * a posted receive gives its room back at once: its receiver keeps up,
+ * and a producer that looks whether the ring is empty (shm_ring.h) must
+ * see it so. Unexpected ones mean the sender is ahead, and likely to be
+ * polling the head of a full ring: their room is published in batches. */
+static void give_back(shm_peer_t *p, uint64_t ctrl)
+{
+    shm_rx_release(&p->rx, ctrl);
+    if (!p->in.rx.unexpected)
+        shm_rx_publish(&p->rx);
+}
+
 /* Place the payload in the record at the head from byte `skip` on,
  * release the record, and end the message once it is complete. False
  * (the peer failed) if it holds more than the message announced. */
@@ -29,7 +41,7 @@ static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
         shm_peer_fail(tp, p);
         return false;
     }
-    shm_rx_release(&p->rx, ctrl);
+    give_back(p, ctrl);
     if (p->stream_t0 && p->in.got == p->in.rx.len) { /* before the core answers */
         shm_rate_stream(p, p->in.got, xdev_now_ns() - p->stream_t0);
         p->stream_t0 = 0;
@@ -82,7 +94,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     if (rc == XDEV_RX_DEFER)
         return false;
     if (rc == XDEV_RX_DONE) {
-        shm_rx_release(&p->rx, ctrl);
+        give_back(p, ctrl);
         return true;
     }
     if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
