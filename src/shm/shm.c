@@ -182,9 +182,7 @@ static void shm_progress(xdev_tp_t *tp, int timeout_ms)
             continue;
         if (p->txq.head && !p->gone)
             shm_flush(tp, p);
-        /* (also to publish what was read, if the ring emptied since) */
-        if (p->in.state != XDEV_RXMSG_IDLE || shm_rx_peek(&p->rx) ||
-            p->rx.published != p->rx.head)
+        if (p->in.state != XDEV_RXMSG_IDLE || shm_rx_peek(&p->rx))
             shm_rx_poll(tp, p);
         if (p->gone && !p->failed)
             settle(tp, p);
