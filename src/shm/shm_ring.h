@@ -36,9 +36,10 @@
  * cached copy says the ring is full, and past SHM_HOT_BYTES once every
  * SHM_EMPTY_CHECK_EVERY bytes (below). Nothing else is shared on the fast
  * path: one copy in, one release store; one acquire load, one copy out,
- * and now and then one release store. Each half of the ctl block is
- * written by one process only, and the halves are 128 bytes apart because
- * adjacent-line prefetchers move lines in pairs.
+ * one release store (for unexpected messages, one now and then: below).
+ * Each half of the ctl block is written by one process only, and the
+ * halves are 128 bytes apart because adjacent-line prefetchers move lines
+ * in pairs.
  *
  * The consumer publishes at once after a message that a posted receive
  * took: its reader keeps up, and a producer that looks whether the ring
