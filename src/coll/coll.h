@@ -62,6 +62,7 @@ struct xdev_coll_group {
     coll_config_t cfg;
     xdev_request_t watch; /* the failure-notice receive (size > 1) */
     int watch_done;
+    int watch_due;      /* the running call has not looked at it yet */
     /* The running collective's requests; never moved while active. */
     xdev_request_t *reqs;
     size_t *expect;     /* bytes a receive must deliver; SIZE_MAX for sends */
