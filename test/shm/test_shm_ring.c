@@ -22,6 +22,8 @@
  *   - the doorbell: a producer rings an armed consumer once per publishing
  *     step and an unarmed one never; a consumer that frees room rings an
  *     armed producer;
+ *   - after a message a posted receive took, a poll reads on only while
+ *     two records or more wait;
  *   - the consumer publishes its head at once after a message a posted
  *     receive took, in batches after unexpected ones while records wait,
  *     and at once when it finds the ring empty or is about to sleep
@@ -700,6 +702,34 @@ static void run_publish(void)
     loop_free(&l);
 }
 
+/* After a message a posted receive took, a poll reads on only while two
+ * records or more wait: the caller is to see that receive done, and post
+ * the next, before the next message is read. */
+static void run_stop_after_taken(void)
+{
+    const size_t ring = 32768;
+    for (int queued = 1; queued <= 4; queued++) {
+        loop_t l;
+        loop_init(&l, ring, false);
+        make_msgs(ring, pick_tiny, false);
+        l.peer.proven = true;
+        for (int i = 0; i < queued; i++) {
+            CHECK(shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
+            xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+        }
+        /* 1 waiting: read; 2: the first only; 3: two; 4: three */
+        int want = queued == 1 ? 1 : queued - 1;
+        shm_rx_poll(&l.tp, &l.peer);
+        CHECK(next_rx == want, "%d queued: the first poll read %d, want %d", queued, next_rx, want);
+        CHECK(atomic_load(&l.ctl->head) == l.peer.rx.head, "%d queued: taken and not published",
+              queued);
+        shm_rx_poll(&l.tp, &l.peer);
+        CHECK(next_rx == queued, "%d queued: %d read after two polls", queued, next_rx);
+        free_msgs();
+        loop_free(&l);
+    }
+}
+
 /* Rates in bytes per us, as the verdict takes them. */
 static void time_stream(shm_peer_t *p, uint64_t rate)
 {
@@ -821,6 +851,7 @@ int main(int argc, char **argv)
     run_proof();
     run_bell();
     run_publish();
+    run_stop_after_taken();
     for (int kind = 0; kind < BAD_CASES; kind++)
         run_bad(kind);
     size_t rings[] = { 4096, 8192, 32768 };
