@@ -629,6 +629,15 @@ static size_t pick_tiny(size_t ring)
     return rnd() % 9;
 }
 
+/* Messages from..to-1 into the ring at once: they must fit. */
+static void send_fitting(loop_t *l, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        CHECK(shm_send(&l->tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
+        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+    }
+}
+
 /* Small unexpected messages read one per poll: the head reaches the
  * producer in steps of at least publish_every while records wait, each
  * step rings an armed producer, and all is published as soon as the
@@ -644,10 +653,7 @@ static void run_publish(void)
     for (int i = 0; i < n + 2; i++)
         msgs[i].unexpected = true;
     l.peer.proven = true; /* as if an earlier message had been read */
-    for (int i = 0; i < n; i++) {
-        CHECK(shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
-        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-    }
+    send_fitting(&l, 0, n);
     atomic_store(&l.seg->armed, 1);
     bells = 0;
     uint64_t every = l.peer.rx.publish_every, published = 0;
@@ -672,10 +678,7 @@ static void run_publish(void)
     /* Two more: the first read, the second waiting, when the reader is
      * about to sleep (which it would not, with a record waiting: this is
      * what makes sure) */
-    for (int i = n; i < n + 2; i++) {
-        CHECK(shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
-        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-    }
+    send_fitting(&l, n, n + 2);
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(next_rx == n + 1 && atomic_load(&l.ctl->head) < l.peer.rx.head,
           "read %d, or published with a record waiting", next_rx);
@@ -691,10 +694,7 @@ static void run_publish(void)
     loop_init(&l, ring, false);
     make_msgs(ring, pick_tiny, false);
     l.peer.proven = true;
-    for (int i = 0; i < n; i++) {
-        CHECK(shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
-        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-    }
+    send_fitting(&l, 0, n);
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(next_rx == SHM_RX_BUDGET && atomic_load(&l.ctl->head) == l.peer.rx.head,
           "%d read; expected messages not published at once", next_rx);
@@ -713,10 +713,7 @@ static void run_stop_after_taken(void)
         loop_init(&l, ring, false);
         make_msgs(ring, pick_tiny, false);
         l.peer.proven = true;
-        for (int i = 0; i < queued; i++) {
-            CHECK(shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE) == 1, "message %d did not fit", i);
-            xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-        }
+        send_fitting(&l, 0, queued);
         /* 1 waiting: read; 2: the first only; 3: two; 4: three */
         int want = queued == 1 ? 1 : queued - 1;
         shm_rx_poll(&l.tp, &l.peer);
