@@ -164,10 +164,10 @@ static bool read_ring(xdev_tp_t *tp, shm_peer_t *p)
          * and posts its next before the next message is read, which then
          * takes the expected path instead of the unexpected one (with
          * libxdev_coll's matching change, 2-rank 8-byte allreduce 0.45 us
-         * against 0.54). A backlog is read on: a
-         * reader that took one message per call let a sender running
-         * ahead keep the ring full, every line a miss (8-byte bcast back
-         * to back 0.06-0.20 us a call, against 0.10). */
+         * against 0.54). A backlog is read on: a reader that took one
+         * message per call let a sender running ahead keep the ring full,
+         * every line a miss (8-byte bcast back to back 0.06-0.20 us a
+         * call, against 0.10). */
         if (p->in.state == XDEV_RXMSG_IDLE && (p->in.rx.unexpected || !shm_rx_two_waiting(&p->rx)))
             break;
     }
