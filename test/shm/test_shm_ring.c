@@ -22,8 +22,8 @@
  *   - the doorbell: a producer rings an armed consumer once per publishing
  *     step and an unarmed one never; a consumer that frees room rings an
  *     armed producer;
- *   - after a message a posted receive took, a poll reads on only while
- *     two records or more wait;
+ *   - after a short message a posted receive took, a poll reads on only
+ *     while two records or more wait;
  *   - the consumer publishes its head at once after a message a posted
  *     receive took, in batches after unexpected ones while records wait,
  *     and at once when it finds the ring empty or is about to sleep
@@ -702,9 +702,16 @@ static void run_publish(void)
     loop_free(&l);
 }
 
-/* After a message a posted receive took, a poll reads on only while two
- * records or more wait: the caller is to see that receive done, and post
- * the next, before the next message is read. */
+static size_t pick_over_stop(size_t ring)
+{
+    (void)ring;
+    return SHM_RX_STOP_MAX + 1;
+}
+
+/* After a message of up to SHM_RX_STOP_MAX bytes that a posted receive
+ * took, a poll reads on only while two records or more wait: the caller is
+ * to see that receive done, and post the next, before the next message is
+ * read. */
 static void run_stop_after_taken(void)
 {
     const size_t ring = 32768;
@@ -725,6 +732,17 @@ static void run_stop_after_taken(void)
         free_msgs();
         loop_free(&l);
     }
+    /* Longer messages are read on. */
+    loop_t l;
+    loop_init(&l, ring, false);
+    make_msgs(ring, pick_over_stop, false);
+    l.peer.proven = true;
+    send_fitting(&l, 0, 2);
+    shm_rx_poll(&l.tp, &l.peer);
+    CHECK(next_rx == 2, "two messages of %d bytes: the first poll read %d", SHM_RX_STOP_MAX + 1,
+          next_rx);
+    free_msgs();
+    loop_free(&l);
 }
 
 /* Rates in bytes per us, as the verdict takes them. */
