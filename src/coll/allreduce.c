@@ -24,7 +24,7 @@ static int allreduce_direct(xdev_coll_group_t *g, const void *sbuf, void *rbuf, 
 {
     int p = g->size, r = g->rank;
     size_t bytes = count * esz;
-    char *all = coll_alloc(bytes * (size_t)p);
+    char *all = coll_alloc(g, bytes * (size_t)p);
     if (!all) return XDEV_ERR_NOMEM;
     int rc = coll_exchange_all(g, sbuf, bytes, all, PH_DIRECT);
     if (!rc) {
@@ -45,7 +45,7 @@ static int allreduce_recursive_doubling(xdev_coll_group_t *g, void *rbuf, size_t
     int pof2 = 1;
     while (pof2 * 2 <= p) pof2 *= 2;
     int rem = p - pof2, newrank;
-    char *tmp = coll_alloc(bytes);
+    char *tmp = coll_alloc(g, bytes);
     if (!tmp) return XDEV_ERR_NOMEM;
 
     if (r < 2 * rem) {

@@ -67,6 +67,7 @@ struct xdev_coll_group {
     xdev_request_t *reqs;
     size_t *expect;     /* bytes a receive must deliver; SIZE_MAX for sends */
     int nreq, cap;
+    void *spare[2];     /* scratch blocks kept for the next calls, or NULL */
     struct xdev_coll_group *next_live; /* group.c's list of the groups that exist */
 };
 
@@ -98,9 +99,13 @@ int coll_exchange_all(xdev_coll_group_t *g, const void *sbuf, size_t len, void *
 /* Keep memory that holds requests xdev still owns (a failed collective's,
  * whose buffers xdev may still fill) for the life of the process. */
 void coll_bury(void *block);
-/* Free a collective's scratch buffer, or bury it while requests it posted
- * are still active (a failed collective): they may still read or write it
- * until xdev_finalize. */
+
+/* group.c: a collective's scratch memory. coll_alloc hands out a block the
+ * group kept from an earlier call when one is big enough (never NULL for
+ * n == 0); coll_free keeps the block for later calls, or buries it while
+ * requests the call posted are still active (a failed collective): they
+ * may still read or write it until xdev_finalize. */
+void *coll_alloc(xdev_coll_group_t *g, size_t n);
 void coll_free(xdev_coll_group_t *g, void *block);
 
 /* ops.c */
@@ -140,7 +145,6 @@ static inline const void *coll_cat(const void *p, size_t off)
 {
     return off ? (const char *)p + off : p;
 }
-void *coll_alloc(size_t n); /* malloc that never returns NULL for n == 0 */
 
 /* Group-relative rank arithmetic. */
 static inline int coll_rel(const xdev_coll_group_t *g, int root)

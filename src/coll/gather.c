@@ -30,7 +30,7 @@ int coll_gather_binomial(xdev_coll_group_t *g, const void *sbuf, size_t len, voi
     int direct = vr == 0 && root == 0; /* relative order is group order */
     if (direct) tmp = rbuf;
     else if (n > 1 || vr == 0) {
-        if (!(tmp = coll_alloc((size_t)n * len))) return XDEV_ERR_NOMEM;
+        if (!(tmp = coll_alloc(g, (size_t)n * len))) return XDEV_ERR_NOMEM;
     }
     if (tmp) coll_copy(tmp, sbuf, len);
     /* Every child's subtree lands at its own offset: post them together. */
@@ -129,7 +129,7 @@ static int scatter_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, 
     if (vr == 0) {
         if (root == 0) src = sbuf;
         else {
-            if (!(tmp = coll_alloc((size_t)p * len))) return XDEV_ERR_NOMEM;
+            if (!(tmp = coll_alloc(g, (size_t)p * len))) return XDEV_ERR_NOMEM;
             for (int i = 0; i < p; i++)
                 coll_copy(coll_at(tmp, (size_t)i * len),
                           coll_cat(sbuf, (size_t)coll_abs(g, i, root) * len), len);
@@ -137,7 +137,7 @@ static int scatter_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, 
         }
     } else {
         char *into = rbuf;
-        if (n > 1 && !(into = tmp = coll_alloc((size_t)n * len))) return XDEV_ERR_NOMEM;
+        if (n > 1 && !(into = tmp = coll_alloc(g, (size_t)n * len))) return XDEV_ERR_NOMEM;
         rc = coll_irecv(g, into, (size_t)n * len, coll_abs(g, vr - (vr & -vr), root), PH_TREE);
         if (!rc) rc = coll_waitall(g);
         src = into;

@@ -1,12 +1,53 @@
 /*
  * group.c - groups: members, context, the failure-notice receive.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "coll.h"
 
-void *coll_alloc(size_t n) { return malloc(n ? n : 1); }
+/* Scratch blocks bigger than this are given back after each call. */
+#define SPARE_MAX ((size_t)16 << 20)
+
+/* Long collectives need scratch as big as the message every call, and
+ * fresh memory is slow to fill here: from malloc's threshold (128 KiB) up
+ * every block is new pages, and a single copy (process_vm_readv) into
+ * pages it has not written before runs at about 0.25 GB/s on these VMs
+ * against 4-13 into pages it has. A binomial reduce of 1 MiB at 8 ranks,
+ * whose inner members receive whole vectors, took 8-12 ms a call with a
+ * new block each time against 0.7-1.2 with the blocks reused. So a group
+ * keeps its two biggest blocks, up to SPARE_MAX each. */
+void *coll_alloc(xdev_coll_group_t *g, size_t n)
+{
+    int best = -1;
+    for (int i = 0; i < 2; i++)
+        if (g->spare[i] && malloc_usable_size(g->spare[i]) >= n &&
+            (best < 0 || malloc_usable_size(g->spare[i]) < malloc_usable_size(g->spare[best])))
+            best = i;
+    if (best < 0) return malloc(n ? n : 1);
+    void *block = g->spare[best];
+    g->spare[best] = NULL;
+    return block;
+}
+
+void coll_free(xdev_coll_group_t *g, void *block)
+{
+    if (!block) return;
+    if (g->nreq > 0) {
+        coll_bury(block);
+        return;
+    }
+    size_t len = malloc_usable_size(block);
+    int slot = !g->spare[0] ? 0 : !g->spare[1] ? 1
+               : malloc_usable_size(g->spare[0]) < malloc_usable_size(g->spare[1]) ? 0 : 1;
+    if (len > SPARE_MAX || (g->spare[slot] && malloc_usable_size(g->spare[slot]) >= len)) {
+        free(block);
+        return;
+    }
+    free(g->spare[slot]);
+    g->spare[slot] = block;
+}
 
 /* The groups that exist, so that a context already owned by a group of the
  * same device is refused: two groups on one context would take each
@@ -105,6 +146,8 @@ int xdev_coll_group_free(xdev_coll_group_t *g)
             ;
     }
     live_remove(g);
+    free(g->spare[0]);
+    free(g->spare[1]);
     free(g->ranks);
     free(g->reqs);
     free(g->expect);

@@ -40,14 +40,6 @@ void coll_bury(void *block)
     pthread_mutex_unlock(&grave_lock);
 }
 
-void coll_free(xdev_coll_group_t *g, void *block)
-{
-    if (g->nreq > 0 && block)
-        coll_bury(block);
-    else
-        free(block);
-}
-
 const char xdev_coll_request_mark;
 
 int coll_post_watch(xdev_coll_group_t *g)

@@ -22,8 +22,8 @@ int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, siz
     int nchild = 0;
     for (int mask = 1; mask < p && !(vr & mask) && vr + mask < p; mask <<= 1) nchild++;
     char *acc = vr == 0 ? rbuf : NULL, *slots = NULL;
-    if (!acc && !(acc = coll_alloc(bytes))) return XDEV_ERR_NOMEM;
-    if (nchild && !(slots = coll_alloc((size_t)nchild * bytes))) {
+    if (!acc && !(acc = coll_alloc(g, bytes))) return XDEV_ERR_NOMEM;
+    if (nchild && !(slots = coll_alloc(g, (size_t)nchild * bytes))) {
         rc = XDEV_ERR_NOMEM;
         goto out;
     }
@@ -61,7 +61,7 @@ int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
         size_t most = 0;
         for (int i = 0; i < p; i++)
             if (len[i] > most) most = len[i];
-        if (!(tmp = coll_alloc(most * esz))) return XDEV_ERR_NOMEM;
+        if (!(tmp = coll_alloc(g, most * esz))) return XDEV_ERR_NOMEM;
     }
     int right = (r + 1) % p, left = (r + p - 1) % p;
     /* Step s passes on the partial sum of block r - s - 1 (at step 0 this
@@ -96,7 +96,7 @@ static int reduce_ring_gather(xdev_coll_group_t *g, const void *sbuf, void *rbuf
 {
     int p = g->size, r = g->rank, rc = XDEV_OK;
     size_t *b = coll_equal_blocks(count, p);
-    char *work = r == root ? rbuf : coll_alloc(count * esz);
+    char *work = r == root ? rbuf : coll_alloc(g, count * esz);
     if (!b || (!work && r != root)) {
         rc = XDEV_ERR_NOMEM;
         goto out;
@@ -138,7 +138,7 @@ static int reduce_scatter_run(xdev_coll_group_t *g, const void *sbuf, void *rbuf
                               size_t esz)
 {
     int p = g->size, r = g->rank, rc = XDEV_OK;
-    char *work = coll_alloc(total * esz);
+    char *work = coll_alloc(g, total * esz);
     if (!work) return XDEV_ERR_NOMEM;
     if (coll_pick(g, F_REDUCE_SCATTER, total * esz, 1) == REDUCE_SCATTER_RING) {
         rc = coll_ring_reduce_scatter(g, sbuf, work, b, b + p, op, esz, PH_RING);

@@ -18,7 +18,7 @@ static int scan_linear(xdev_coll_group_t *g, void *rbuf, size_t count, const xde
     int p = g->size, r = g->rank, rc = XDEV_OK;
     size_t bytes = count * esz;
     if (r > 0) {
-        char *tmp = coll_alloc(bytes);
+        char *tmp = coll_alloc(g, bytes);
         if (!tmp) return XDEV_ERR_NOMEM;
         rc = coll_irecv(g, tmp, bytes, r - 1, PH_CHAIN);
         if (!rc) rc = coll_waitall(g);
@@ -39,7 +39,7 @@ static int scan_recursive_doubling(xdev_coll_group_t *g, void *rbuf,
     size_t bytes = count * esz;
     /* partial: op over the ranks of the current block of 2 * mask members
      * this member belongs to, in order; rbuf: op over ranks 0..r seen. */
-    char *partial = coll_alloc(bytes), *tmp = coll_alloc(bytes);
+    char *partial = coll_alloc(g, bytes), *tmp = coll_alloc(g, bytes);
     if (!partial || !tmp) {
         rc = XDEV_ERR_NOMEM;
         goto out;
