@@ -126,12 +126,20 @@ static int one_host(xdev_t *dev)
  *             copy run as soon as both ends can: at 32 KiB to 1 MiB that
  *             took 0.61-0.97 of pairwise's time in 14 rows of 16, and
  *             1.03-1.06 in the other two.
+ *   reduce    the ring reduce-scatter + gather takes 2 (p - 1) steps that
+ *             each wait for a neighbour, where the tree takes log p, and
+ *             with more ranks than cores every step waits for a member to
+ *             be run: with its scratch kept between calls (group.c) the
+ *             tree took 0.19-0.98 of the ring's time per call at 8 ranks,
+ *             64 KiB to 4 MiB, and against Open MPI at 1 MiB 0.73 per
+ *             call and 0.90 back to back at 4 ranks, where the ring took
+ *             1.32 and 1.53.
  * The rings of allgather and allreduce win on one host too (0.5-0.8 of
- * the trees' time at 128 KiB and 1 MiB); for reduce neither of its two
- * wins everywhere. */
+ * the trees' time at 128 KiB and 1 MiB). */
 static size_t long_default(enum coll_family f, int on_one_host)
 {
-    return on_one_host && (f == F_BCAST || f == F_ALLTOALL) ? SIZE_MAX : DEFAULT_LONG;
+    return on_one_host && (f == F_BCAST || f == F_ALLTOALL || f == F_REDUCE) ? SIZE_MAX
+                                                                            : DEFAULT_LONG;
 }
 
 /* On one host the direct bcast serves long messages too: down the tree a
