@@ -21,6 +21,9 @@ int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, siz
     size_t bytes = count * esz;
     int nchild = 0;
     for (int mask = 1; mask < p && !(vr & mask) && vr + mask < p; mask <<= 1) nchild++;
+    int parent = coll_abs(g, vr - (vr & -vr), root);
+    if (vr != 0 && !nchild) /* a leaf passes its own vector on as it is */
+        return (rc = coll_isend(g, sbuf, bytes, parent, phase)) ? rc : coll_waitall(g);
     char *acc = vr == 0 ? rbuf : NULL, *slots = NULL;
     if (!acc && !(acc = coll_alloc(g, bytes))) return XDEV_ERR_NOMEM;
     if (nchild && !(slots = coll_alloc(g, (size_t)nchild * bytes))) {
@@ -35,7 +38,7 @@ int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, siz
     for (int k = 0; k < nchild && !rc; k++)
         coll_op_apply(op, coll_at(slots, (size_t)k * bytes), acc, count);
     if (!rc && vr != 0) {
-        rc = coll_isend(g, acc, bytes, coll_abs(g, vr - (vr & -vr), root), phase);
+        rc = coll_isend(g, acc, bytes, parent, phase);
         if (!rc) rc = coll_waitall(g);
     }
 out:
