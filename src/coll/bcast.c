@@ -2,10 +2,9 @@
  * bcast.c - broadcast: the root sending to every member (direct) in small
  * groups, for short messages or on one host; a binomial tree (minimum
  * spanning tree) for other short ones; for long ones a binomial scatter
- * of p blocks followed
- * by a ring allgather of the blocks, so that no link carries the whole
- * message more than about twice (van de Geijn; F-MPJ's MSTScatter +
- * BKTAllgather).
+ * of p blocks followed by a ring allgather of the blocks, so that no link
+ * carries the whole message more than about twice (van de Geijn; F-MPJ's
+ * MSTScatter + BKTAllgather).
  */
 #include "coll.h"
 

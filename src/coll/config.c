@@ -130,10 +130,10 @@ static int one_host(xdev_t *dev)
  *             each wait for a neighbour, where the tree takes log p, and
  *             with more ranks than cores every step waits for a member to
  *             be run: with its scratch kept between calls (group.c) the
- *             tree took 0.19-0.98 of the ring's time per call at 8 ranks,
- *             64 KiB to 4 MiB, and against Open MPI at 1 MiB 0.73 per
- *             call and 0.90 back to back at 4 ranks, where the ring took
- *             1.32 and 1.53.
+ *             tree took 0.18-0.74 of the ring's time per call at 8 ranks
+ *             and 0.49-1.04 at 4, 64 KiB to 4 MiB, and against Open MPI
+ *             at 1 MiB 0.73 per call and 0.90 back to back at 4 ranks,
+ *             where the ring took 1.32 and 1.53.
  * The rings of allgather and allreduce win on one host too (0.5-0.8 of
  * the trees' time at 128 KiB and 1 MiB). */
 static size_t long_default(enum coll_family f, int on_one_host)

@@ -11,23 +11,26 @@
 #define SPARE_MAX ((size_t)16 << 20)
 
 /* Long collectives need scratch as big as the message every call, and
- * fresh memory is slow to fill here: from malloc's threshold (128 KiB) up
- * every block is new pages, and a single copy (process_vm_readv) into
- * pages it has not written before runs at about 0.25 GB/s on these VMs
- * against 4-13 into pages it has. A binomial reduce of 1 MiB at 8 ranks,
- * whose inner members receive whole vectors, took 8-12 ms a call with a
- * new block each time against 0.7-1.2 with the blocks reused. So a group
- * keeps its two biggest blocks, up to SPARE_MAX each. */
+ * new memory is slow to fill here: from malloc's mmap threshold (128 KiB
+ * at first) up every block is new pages, and a single copy
+ * (process_vm_readv) into pages it has not written before runs at about
+ * 0.25 GB/s on these VMs against 4-13 into pages it has. A binomial reduce
+ * of 1 MiB at 8 ranks, whose inner members receive whole vectors, took
+ * 8-12 ms a call with a new block each time against 0.7-1.2 with the
+ * blocks reused. So a group keeps its two biggest blocks, up to SPARE_MAX
+ * each. */
+static size_t cap(void *block) { return block ? malloc_usable_size(block) : 0; }
+
 void *coll_alloc(xdev_coll_group_t *g, size_t n)
 {
-    int best = -1;
+    int fit = -1; /* the smaller of the kept blocks that hold n */
     for (int i = 0; i < 2; i++)
-        if (g->spare[i] && malloc_usable_size(g->spare[i]) >= n &&
-            (best < 0 || malloc_usable_size(g->spare[i]) < malloc_usable_size(g->spare[best])))
-            best = i;
-    if (best < 0) return malloc(n ? n : 1);
-    void *block = g->spare[best];
-    g->spare[best] = NULL;
+        if (g->spare[i] && cap(g->spare[i]) >= n &&
+            (fit < 0 || cap(g->spare[i]) < cap(g->spare[fit])))
+            fit = i;
+    if (fit < 0) return malloc(n ? n : 1);
+    void *block = g->spare[fit];
+    g->spare[fit] = NULL;
     return block;
 }
 
@@ -38,15 +41,13 @@ void coll_free(xdev_coll_group_t *g, void *block)
         coll_bury(block);
         return;
     }
-    size_t len = malloc_usable_size(block);
-    int slot = !g->spare[0] ? 0 : !g->spare[1] ? 1
-               : malloc_usable_size(g->spare[0]) < malloc_usable_size(g->spare[1]) ? 0 : 1;
-    if (len > SPARE_MAX || (g->spare[slot] && malloc_usable_size(g->spare[slot]) >= len)) {
+    int smaller = cap(g->spare[0]) <= cap(g->spare[1]) ? 0 : 1; /* an empty slot first */
+    if (cap(block) > SPARE_MAX || cap(g->spare[smaller]) >= cap(block)) {
         free(block);
         return;
     }
-    free(g->spare[slot]);
-    g->spare[slot] = block;
+    free(g->spare[smaller]);
+    g->spare[smaller] = block;
 }
 
 /* The groups that exist, so that a context already owned by a group of the
