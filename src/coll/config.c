@@ -13,6 +13,42 @@
 
 #include "coll.h"
 
+/* What a family does differently when every rank is on this host (see
+ * one_host), where copies limit rather than links.
+ *
+ * ONE_HOST_SHORT: the short algorithm at every size. Two long algorithms
+ * are built for links, and here the short one serves every size better
+ * (4 and 8 ranks, both timings, forced both ways here):
+ *   bcast     the scatter + ring moves each byte over any one link about
+ *             twice, where the tree moves the whole message over log p of
+ *             them, but it copies (p - 1) / p of the message more: the
+ *             tree took 0.23-0.85 of its time, 64 KiB to 4 MiB;
+ *   alltoall  pairwise exchange keeps one partner per step, so no link
+ *             is flooded, where posting everything at once lets every
+ *             copy run as soon as both ends can: at 32 KiB to 1 MiB that
+ *             took 0.61-0.97 of pairwise's time in 14 rows of 16, and
+ *             1.03-1.06 in the other two.
+ *   reduce    the ring reduce-scatter + gather takes 2 (p - 1) steps that
+ *             each wait for a neighbour, where the tree takes log p, and
+ *             with more ranks than cores every step waits for a member to
+ *             be run: with its scratch kept between calls (group.c) the
+ *             tree took 0.18-0.74 of the ring's time per call at 8 ranks
+ *             and 0.49-1.04 at 4, 64 KiB to 4 MiB, and against Open MPI
+ *             at 1 MiB 0.73 per call and 0.90 back to back at 4 ranks,
+ *             where the ring took 1.32 and 1.53.
+ * The rings of allgather and allreduce win on one host too (0.5-0.8 of
+ * the trees' time at 128 KiB and 1 MiB).
+ *
+ * ONE_HOST_DIRECT: the direct algorithm at every size (in a group small
+ * enough for it). Down the bcast tree a member passes the message on only
+ * once all of it is in, so the last member waits for log p whole copies,
+ * where direct every member copies at once. Forced both ways here, 32 KiB
+ * to 4 MiB, 4 rounds, medians of direct / binomial: 8 ranks, per call
+ * 0.32-0.67, back to back 0.70-1.02; 4 ranks, per call 0.61-0.98, back to
+ * back 0.57-1.01 up to 1 MiB and 1.09-1.12 at 2 and 4 MiB. Over a network
+ * the root's p - 1 copies share its link, so there the bound stays. */
+enum { ONE_HOST_SHORT = 1, ONE_HOST_DIRECT = 2 };
+
 /* 32 KiB is F-MPJ's default switch between short and long algorithms. */
 #define DEFAULT_LONG (32u * 1024)
 
@@ -21,14 +57,16 @@ static const struct family_desc {
     const char *algs[4];  /* index = algorithm number */
     int direct;           /* number of its one-round algorithm; 0: it has none */
     size_t direct_max;    /* bytes up to which that one is used by default */
+    int one_host;         /* ONE_HOST_* flags */
 } families[F_COUNT] = {
     [F_BARRIER] = {"BARRIER", {"dissemination", "linear"}},
-    [F_BCAST] = {"BCAST", {"binomial", "scatter_ring", "direct"}, BCAST_DIRECT, 16 * 1024},
+    [F_BCAST] = {"BCAST", {"binomial", "scatter_ring", "direct"}, BCAST_DIRECT, 16 * 1024,
+                ONE_HOST_SHORT | ONE_HOST_DIRECT},
     [F_GATHER] = {"GATHER", {"binomial", "linear"}},
     [F_SCATTER] = {"SCATTER", {"binomial", "linear"}, SCATTER_LINEAR, 32 * 1024},
     [F_ALLGATHER] = {"ALLGATHER", {"gather_bcast", "ring", "direct"}, ALLGATHER_DIRECT, 32 * 1024},
-    [F_ALLTOALL] = {"ALLTOALL", {"linear", "pairwise"}},
-    [F_REDUCE] = {"REDUCE", {"binomial", "ring_gather"}},
+    [F_ALLTOALL] = {"ALLTOALL", {"linear", "pairwise"}, .one_host = ONE_HOST_SHORT},
+    [F_REDUCE] = {"REDUCE", {"binomial", "ring_gather"}, .one_host = ONE_HOST_SHORT},
     [F_ALLREDUCE] = {"ALLREDUCE", {"recursive_doubling", "ring", "reduce_bcast", "direct"},
                      ALLREDUCE_DIRECT, 2048},
     [F_REDUCE_SCATTER] = {"REDUCE_SCATTER", {"reduce_scatterv", "ring"}},
@@ -114,47 +152,6 @@ static int one_host(xdev_t *dev)
            strcmp(st.transport[0].name, "shm") == 0;
 }
 
-/* Two long algorithms are built for links, and on one host, where copies
- * limit instead, the short one serves every size better (4 and 8 ranks,
- * both timings, forced both ways here):
- *   bcast     the scatter + ring moves each byte over any one link about
- *             twice, where the tree moves the whole message over log p of
- *             them, but it copies (p - 1) / p of the message more: the
- *             tree took 0.23-0.85 of its time, 64 KiB to 4 MiB;
- *   alltoall  pairwise exchange keeps one partner per step, so no link
- *             is flooded, where posting everything at once lets every
- *             copy run as soon as both ends can: at 32 KiB to 1 MiB that
- *             took 0.61-0.97 of pairwise's time in 14 rows of 16, and
- *             1.03-1.06 in the other two.
- *   reduce    the ring reduce-scatter + gather takes 2 (p - 1) steps that
- *             each wait for a neighbour, where the tree takes log p, and
- *             with more ranks than cores every step waits for a member to
- *             be run: with its scratch kept between calls (group.c) the
- *             tree took 0.18-0.74 of the ring's time per call at 8 ranks
- *             and 0.49-1.04 at 4, 64 KiB to 4 MiB, and against Open MPI
- *             at 1 MiB 0.73 per call and 0.90 back to back at 4 ranks,
- *             where the ring took 1.32 and 1.53.
- * The rings of allgather and allreduce win on one host too (0.5-0.8 of
- * the trees' time at 128 KiB and 1 MiB). */
-static size_t long_default(enum coll_family f, int on_one_host)
-{
-    return on_one_host && (f == F_BCAST || f == F_ALLTOALL || f == F_REDUCE) ? SIZE_MAX
-                                                                            : DEFAULT_LONG;
-}
-
-/* On one host the direct bcast serves long messages too: down the tree a
- * member passes the message on only once all of it is in, so the last
- * member waits for log p whole copies, where direct every member copies
- * at once. Forced both ways here, 32 KiB to 4 MiB, 4 rounds, medians of
- * direct / binomial: 8 ranks, per call 0.32-0.67, back to back 0.70-1.02;
- * 4 ranks, per call 0.61-0.98, back to back 0.57-1.01 up to 1 MiB and
- * 1.09-1.12 at 2 and 4 MiB. Over a network the root's p - 1 copies share
- * its link, so there the bound stays. */
-static size_t direct_max_default(enum coll_family f, size_t bound, int on_one_host)
-{
-    return on_one_host && f == F_BCAST ? SIZE_MAX : bound;
-}
-
 /* Variable `name` (microseconds; us if unset), at most 10 s, into *ns; 0 if
  * malformed. */
 static int env_us(const char *name, size_t us, long *ns)
@@ -175,8 +172,9 @@ int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
         return XDEV_ERR_INIT;
     for (int f = 0; f < F_COUNT; f++) {
         const struct family_desc *d = &families[f];
+        int here = local ? d->one_host : 0;
         cfg->forced[f] = COLL_AUTO;
-        cfg->long_min[f] = long_default(f, local);
+        cfg->long_min[f] = here & ONE_HOST_SHORT ? SIZE_MAX : DEFAULT_LONG;
 
         snprintf(var, sizeof var, "XDEV_COLL_%s", d->name);
         const char *v = getenv(var);
@@ -190,7 +188,7 @@ int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
         snprintf(var, sizeof var, "XDEV_COLL_%s_LONG", d->name);
         v = getenv(var);
         if (v && *v && parse_size(v, &cfg->long_min[f]) != 0) return XDEV_ERR_INIT;
-        cfg->direct_max[f] = direct_max_default(f, d->direct_max, local);
+        cfg->direct_max[f] = here & ONE_HOST_DIRECT ? SIZE_MAX : d->direct_max;
         cfg->direct_members[f] = d->direct ? DEFAULT_DIRECT_MEMBERS : 0;
         if (!d->direct) continue;
         snprintf(var, sizeof var, "XDEV_COLL_%s_DIRECT_MAX", d->name);
