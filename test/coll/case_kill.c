@@ -1,7 +1,7 @@
 /*
  * case_kill.c - a member dies (SIGKILL) in the middle of a collective.
  *
- *   xdev-coll-test kill FAMILY ALGORITHM [mid|slow|first]   (run by run_kill.sh)
+ *   xdev-coll-test kill FAMILY ALGORITHM [mid|slow|late|first]  (run_kill.sh runs it)
  *
  * After a few good rounds, the victim dies while the others are in the
  * collective: just before it would enter it, or with `mid` (reductions
@@ -12,10 +12,15 @@
  * a ring, member 1 then fails (its send to the victim) while its receive
  * from member 0 is posted, and member 0 sends into it afterwards, into the
  * failed call's buffers (XDEV_COLL_KILL_COUNT makes that a rendezvous
- * still moving while member 1 drives progress before finalize). In bcast
- * the victim is an inner node of the binomial tree (group rank size/2,
- * root 0), so its grandchildren wait on a live child that fails: only the
- * notice lets them return.
+ * still moving while member 1 drives progress before finalize). `late` is
+ * `mid` with member 1 entering the collective SLOW_S late: in the reduce
+ * tree it is a leaf under member 0, the root, whose call fails (member 2,
+ * its other child, dies) while the receive from member 1 is posted into
+ * the root's scratch; member 1's vector arrives there afterwards, so the
+ * failed call must leave that block to xdev rather than keep or free it.
+ * In bcast the victim is an inner node of the binomial tree (group rank
+ * size/2, root 0), so its grandchildren wait on a live child that fails:
+ * only the notice lets them return.
  * Without `mid` every survivor needs the victim's contribution and must
  * return an error within FAIL_BOUND_S (in bcast: every member of the
  * victim's subtree; the others may return OK, and in the direct bcast,
@@ -48,10 +53,10 @@ static size_t nelem = 4096;
 
 #define SLOW_S 0.2
 
-/* The victim is group rank size - 1, or 2 with `mid` or `slow` (a rank that
- * combines data early in every algorithm tested: not a leaf of the reduce
- * tree), or size / 2 in bcast (an inner node of the tree from root 0), or
- * 0 with `first`. */
+/* The victim is group rank size - 1, or 2 with `mid`, `slow` or `late` (a
+ * rank that combines data early in every algorithm tested: not a leaf of
+ * the reduce tree), or size / 2 in bcast (an inner node of the tree from
+ * root 0), or 0 with `first`. */
 static int victim;
 static int slow_member = -1; /* with `slow`: 0 until its first reduction */
 
@@ -101,7 +106,8 @@ int case_kill(const char *family, const char *alg, const char *when)
     const char *env = getenv("XDEV_COLL_KILL_COUNT");
     if (env) nelem = strtoul(env, NULL, 10);
     CHECK(nelem >= (size_t)t_size, "XDEV_COLL_KILL_COUNT %zu: fewer elements than ranks", nelem);
-    int slow = !strcmp(when, "slow"), mid = slow || !strcmp(when, "mid");
+    int slow = !strcmp(when, "slow"), late = !strcmp(when, "late");
+    int mid = slow || late || !strcmp(when, "mid");
     int the_victim = !strcmp(when, "first")     ? 0
                      : !strcmp(family, "bcast") ? t_size / 2
                      : mid                      ? 2
@@ -131,6 +137,7 @@ int case_kill(const char *family, const char *alg, const char *when)
     victim = the_victim;
     if (slow) slow_member = 0;
     if (t_rank == victim && !mid) raise(SIGKILL);
+    if (late && t_rank == 1) usleep((useconds_t)(SLOW_S * 1e6));
 
     t_phase("collective with a dying member");
     double t0 = t_now();

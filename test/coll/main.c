@@ -6,7 +6,7 @@
  *   args     bad arguments
  *   mismatch a rank's own count in a v-variant off by one (finalizes itself)
  *   wildcard with XDEV_WILDCARD_FAILS=1, the last rank finalizes early
- *   kill FAMILY ALG [mid|first]  a member dies mid-collective (see case_kill.c)
+ *   kill FAMILY ALG [mid|slow|late|first]  a member dies mid-collective (see case_kill.c)
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +24,8 @@ int main(int argc, char **argv)
     if (!strcmp(c, "kill")) {
         const char *when = argc == 5 ? argv[4] : "";
         CHECK(argc == 4 || (argc == 5 && (!strcmp(when, "mid") || !strcmp(when, "slow") ||
-                                          !strcmp(when, "first"))),
-              "kill FAMILY ALGORITHM [mid|slow|first]");
+                                          !strcmp(when, "late") || !strcmp(when, "first"))),
+              "kill FAMILY ALGORITHM [mid|slow|late|first]");
         return case_kill(argv[2], argv[3], when); /* finalizes itself */
     }
     if (!strcmp(c, "mismatch")) return case_mismatch();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_kill.sh XDEVRUN NP PROG FAMILY ALG [mid|slow|first] - drive `xdev-coll-test kill`.
+# run_kill.sh XDEVRUN NP PROG FAMILY ALG [mid|slow|late|first] - drive `xdev-coll-test kill`.
 #
 # The victim kills itself with SIGKILL on purpose, so xdevrun (with
 # --keep-going, so the survivors are left alone) must exit 137. Each
@@ -8,7 +8,7 @@
 set -u
 xdevrun=$1 np=$2 prog=$3 family=$4 alg=$5 mid=${6:-}
 victim=$((np - 1)) # as case_kill.c chooses it
-[ "$mid" = mid ] || [ "$mid" = slow ] && victim=2
+[ "$mid" = mid ] || [ "$mid" = slow ] || [ "$mid" = late ] && victim=2
 [ "$family" = bcast ] && victim=$((np / 2))
 [ "$mid" = first ] && victim=0
 
