@@ -3,8 +3,6 @@
  * forcing variables and the XDEV_COLL_<FAMILY>_LONG thresholds, read when a
  * group is created, and the per-call choice.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +10,7 @@
 #include <unistd.h>
 
 #include "coll.h"
+#include "../kit/size.h"
 
 /* What a family does differently when every rank is on this host (see
  * one_host), where copies limit rather than links.
@@ -72,26 +71,6 @@ static const struct family_desc {
     [F_REDUCE_SCATTER] = {"REDUCE_SCATTER", {"reduce_scatterv", "ring"}},
     [F_SCAN] = {"SCAN", {"recursive_doubling", "linear"}},
 };
-
-/* "123", "64K", "4M", "1G" -> bytes. */
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!isdigit((unsigned char)*s)) return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno) return -1;
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end || v > (SIZE_MAX >> shift)) return -1;
-    *out = (size_t)v << shift;
-    return 0;
-}
 
 /* A direct algorithm (every member sends its part to every other, one
  * round; in bcast the root sends to every member) against the usual ones,
@@ -157,7 +136,7 @@ static int one_host(xdev_t *dev)
 static int env_us(const char *name, size_t us, long *ns)
 {
     const char *v = getenv(name);
-    if (v && *v && (parse_size(v, &us) != 0 || us > 10000000)) return 0;
+    if (v && *v && (xdev_parse_size(v, &us) != 0 || us > 10000000)) return 0;
     *ns = (long)us * 1000;
     return 1;
 }
@@ -187,18 +166,18 @@ int coll_config_load(coll_config_t *cfg, xdev_t *dev, int group_size)
         }
         snprintf(var, sizeof var, "XDEV_COLL_%s_LONG", d->name);
         v = getenv(var);
-        if (v && *v && parse_size(v, &cfg->long_min[f]) != 0) return XDEV_ERR_INIT;
+        if (v && *v && xdev_parse_size(v, &cfg->long_min[f]) != 0) return XDEV_ERR_INIT;
         cfg->direct_max[f] = here & ONE_HOST_DIRECT ? SIZE_MAX : d->direct_max;
         cfg->direct_members[f] = d->direct ? DEFAULT_DIRECT_MEMBERS : 0;
         if (!d->direct) continue;
         snprintf(var, sizeof var, "XDEV_COLL_%s_DIRECT_MAX", d->name);
         v = getenv(var);
-        if (v && *v && parse_size(v, &cfg->direct_max[f]) != 0) return XDEV_ERR_INIT;
+        if (v && *v && xdev_parse_size(v, &cfg->direct_max[f]) != 0) return XDEV_ERR_INIT;
         snprintf(var, sizeof var, "XDEV_COLL_%s_DIRECT_MEMBERS", d->name);
         v = getenv(var);
         if (v && *v) {
             size_t n;
-            if (parse_size(v, &n) != 0 || n > INT_MAX) return XDEV_ERR_INIT;
+            if (xdev_parse_size(v, &n) != 0 || n > INT_MAX) return XDEV_ERR_INIT;
             cfg->direct_members[f] = (int)n;
         }
     }

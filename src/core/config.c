@@ -2,7 +2,6 @@
  * config.c - xdev_config_t: defaults, the XDEV_* environment, validation,
  * and the device's private copy.
  */
-#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,29 +14,6 @@
 #define DEFAULT_FINALIZE_TIMEOUT_MS 5000
 #define MAX_EAGER_LIMIT (1u << 30)
 #define MIN_SECRET_LEN 16
-
-/* A byte count with an optional k/m/g suffix (powers of 1024). */
-int xdev_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    /* A digit first: strtoull also skips blanks and takes a sign, which
-     * made " -1" the largest size there is. */
-    if (errno || end == s || *s < '0' || *s > '9')
-        return XDEV_ERR_INIT;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end || v > (SIZE_MAX >> shift))
-        return XDEV_ERR_INIT;
-    *out = (size_t)(v << shift);
-    return XDEV_OK;
-}
 
 static void config_defaults(xdev_config_t *c)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "device.h"
 #include "options.h"
+#include "../kit/size.h"
 
 /* A COUNT: digits only, no suffix, no sign. */
 static int parse_count(const char *s, size_t *out)
@@ -33,7 +34,7 @@ static int parse_number(const xdev_var_t *var, const char *s, size_t *out)
     if (var->type == XDEV_VAR_COUNT)
         rc = parse_count(s, out);
     else
-        rc = xdev_parse_size(s, out) == XDEV_OK ? XDEV_OK : XDEV_ERR_ARG;
+        rc = xdev_parse_size(s, out) == 0 ? XDEV_OK : XDEV_ERR_ARG;
     if (rc == XDEV_OK && (*out < var->min || (var->max && *out > var->max)))
         rc = XDEV_ERR_ARG;
     return rc;

@@ -39,10 +39,6 @@ typedef struct xdev_var {
 extern const xdev_var_t xdev_vars[];
 extern const size_t xdev_nvars;
 
-/* A byte count with an optional k/m/g suffix (powers of 1024), digits
- * first. Returns XDEV_OK or XDEV_ERR_INIT. */
-int xdev_parse_size(const char *s, size_t *out);
-
 /* The table's lookups (vars.c, so that xdevrun can compile them in). */
 const xdev_var_t *xdev_var_find(const char *name, size_t len);
 int xdev_var_choice(const xdev_var_t *var, const char *s); /* index in choices, or -1 */

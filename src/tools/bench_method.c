@@ -1,13 +1,14 @@
 /* The method of xdev-bench and its baselines; see bench_method.h. */
 #include "bench_method.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../kit/size.h"
 
 #define LARGE_MESSAGE 8192          /* OSU: bigger sizes get fewer iterations */
 #define RATE_MAX_SIZE 8192          /* the rate test covers small sizes only */
@@ -158,20 +159,10 @@ static long parse_long(const struct bench_program *p, struct bench_opts *o, cons
 static size_t parse_size(const struct bench_program *p, struct bench_opts *o, const char *opt,
                          const char *s)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !isdigit((unsigned char)s[0]))
+    size_t v;
+    if (xdev_parse_size(s, &v) != 0 || v > MAX_SIZE_LIMIT)
         return bad_arg(p, o, opt, s);
-    switch (*end) {
-    case 'g': case 'G': v <<= 10; /* fall through */
-    case 'm': case 'M': v <<= 10; /* fall through */
-    case 'k': case 'K': v <<= 10; end++; break;
-    default: break;
-    }
-    if (*end || v > MAX_SIZE_LIMIT)
-        return bad_arg(p, o, opt, s);
-    return (size_t)v;
+    return v;
 }
 
 static unsigned parse_tests(const struct bench_program *p, struct bench_opts *o,

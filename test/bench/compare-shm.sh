@@ -74,7 +74,7 @@ mpi_sources=("$here/mpi_bench.c" "$tools/bench_method.c")
 for mpi in openmpi mpich; do
     exe=$mpi_dir/mpi-bench.$mpi
     if [[ ! -x $exe || -n $(find "${mpi_sources[@]}" "$tools/bench_method.h" \
-            "$tools/bench_loops.h" -newer "$exe") ]]; then
+            "$tools/bench_loops.h" "$tools/../kit/size.h" -newer "$exe") ]]; then
         echo "$prog: building $exe" >&2
         "mpicc.$mpi" -std=gnu11 -O3 -Wall -Wextra -o "$exe" "${mpi_sources[@]}" ||
             die "building $exe with mpicc.$mpi failed"
