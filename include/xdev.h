@@ -54,12 +54,14 @@
  *    only partly received). The receive that matches that message, whether
  *    it names the sender or is a wildcard, fails with XDEV_ERR_PEER
  *    (status.source and status.tag name the message, status.count is 0),
- *    and so does every later receive naming the sender; nothing it sent
- *    after that message is delivered once the death is known. To keep
- *    this, the receives of one sender's messages complete in the order the
- *    messages arrived: a receive whose message arrived behind a rendezvous
- *    from the same sender that a receive has matched completes after that
- *    rendezvous has. A rendezvous no receive has matched yet holds nothing
+ *    and so does every later receive naming the sender, and every receive
+ *    that had matched a later message of it (held back, as below; each
+ *    names its own message); nothing it sent after that message is
+ *    delivered once the death is known. To keep this, the receives of one
+ *    sender's messages complete in the order the messages arrived: a
+ *    receive whose message arrived behind a rendezvous from the same
+ *    sender that a receive has matched completes after that rendezvous
+ *    has. A rendezvous no receive has matched yet holds nothing
  *    back (a program may receive a sender's messages in any order of
  *    tags), so a later message received while the sender lived stays
  *    received if the sender then dies before that rendezvous is.
@@ -311,9 +313,10 @@ XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int 
  * rank fails with XDEV_ERR_PEER if that rank dies with nothing left for
  * it (see the prefix rule above), its status as posted (that source, its
  * tag, XDEV_ANY_TAG if so posted, and ctx) with count and msg_len 0; one
- * that takes the message at which the stream was cut names that message
- * (its tag, msg_len its length). A wildcard receive is not failed by one
- * peer's death, only by taking such a message.
+ * that takes the message at which the stream was cut, or had taken a
+ * later one held back behind it, names the message it took (its tag,
+ * msg_len its length). A wildcard receive is not failed by one peer's death, only
+ * by taking such a message.
  * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
  * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
  */

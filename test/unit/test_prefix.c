@@ -197,9 +197,9 @@ static void test_held_then_death(void)
     xdev_core_peer_failed(d, PEER);
     xdev_status_t st;
     reap(d, &r1, &st);
-    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
-    reap(d, &r2, &st);
-    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 1 && st.msg_len == BIG);
+    reap(d, &r2, &st); /* names the message it had taken (xdev.h) */
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 2 && st.msg_len == 9);
     CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
     free_dev(d);
 }
