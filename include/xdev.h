@@ -61,10 +61,10 @@
  *    sender's messages complete in the order the messages arrived: a
  *    receive whose message arrived behind a rendezvous from the same
  *    sender that a receive has matched completes after that rendezvous
- *    has. A rendezvous no receive has matched yet holds nothing
- *    back (a program may receive a sender's messages in any order of
- *    tags), so a later message received while the sender lived stays
- *    received if the sender then dies before that rendezvous is.
+ *    has. A rendezvous no receive has matched yet holds nothing back (a
+ *    program may receive a sender's messages in any order of tags), so a
+ *    later message received while the sender lived stays received if the
+ *    sender then dies before that rendezvous is.
  */
 #ifndef XDEV_H
 #define XDEV_H
@@ -315,8 +315,8 @@ XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int 
  * tag, XDEV_ANY_TAG if so posted, and ctx) with count and msg_len 0; one
  * that takes the message at which the stream was cut, or had taken a
  * later one held back behind it, names the message it took (its tag,
- * msg_len its length). A wildcard receive is not failed by one peer's death, only
- * by taking such a message.
+ * msg_len its length). A wildcard receive is not failed by one peer's
+ * death, only by taking such a message.
  * Errors: as xdev_isend, and XDEV_ERR_ARG for a negative tag other than
  * XDEV_ANY_TAG or a source other than XDEV_ANY_SOURCE out of range.
  */
