@@ -26,22 +26,23 @@ int coll_reduce_binomial(xdev_coll_group_t *g, const void *sbuf, void *rbuf, siz
         return (rc = coll_isend(g, sbuf, bytes, parent, phase)) ? rc : coll_waitall(g);
     char *acc = vr == 0 ? rbuf : NULL, *slots = NULL;
     if (!acc && !(acc = coll_alloc(g, bytes))) return XDEV_ERR_NOMEM;
-    /* The first child's vector lands in acc and this member's own is
+    /* The last child's vector lands in acc and this member's own is
      * combined into it, which saves copying sbuf into acc first (the ops
      * are commutative). In place acc holds this member's own already. */
-    int first = nchild && acc != sbuf; /* children received into acc: 0 or 1 */
-    if (!first) coll_copy(acc, sbuf, bytes);
-    if (nchild > first && !(slots = coll_alloc(g, (size_t)(nchild - first) * bytes))) {
+    int in_acc = nchild && acc != sbuf; /* children received into acc: 0 or 1 */
+    int nslots = nchild - in_acc;
+    if (!in_acc) coll_copy(acc, sbuf, bytes);
+    if (nslots && !(slots = coll_alloc(g, (size_t)nslots * bytes))) {
         rc = XDEV_ERR_NOMEM;
         goto out;
     }
     for (int k = 0, mask = 1; k < nchild && !rc; k++, mask <<= 1)
-        rc = coll_irecv(g, k < first ? acc : coll_at(slots, (size_t)(k - first) * bytes), bytes,
+        rc = coll_irecv(g, k < nslots ? coll_at(slots, (size_t)k * bytes) : acc, bytes,
                         coll_abs(g, vr + mask, root), phase);
     if (!rc) rc = coll_waitall(g);
-    if (!rc && first) coll_op_apply(op, sbuf, acc, count);
-    for (int k = first; k < nchild && !rc; k++)
-        coll_op_apply(op, coll_at(slots, (size_t)(k - first) * bytes), acc, count);
+    if (!rc && in_acc) coll_op_apply(op, sbuf, acc, count);
+    for (int k = 0; k < nslots && !rc; k++)
+        coll_op_apply(op, coll_at(slots, (size_t)k * bytes), acc, count);
     if (!rc && vr != 0) {
         rc = coll_isend(g, acc, bytes, parent, phase);
         if (!rc) rc = coll_waitall(g);
