@@ -16,8 +16,9 @@
  * `mid` with member 1 entering the collective SLOW_S late: in the reduce
  * tree it is a leaf under member 0, the root, whose call fails (member 2,
  * its other child, dies) while the receive from member 1 is posted into
- * the root's scratch; member 1's vector arrives there afterwards, so the
- * failed call must leave that block to xdev rather than keep or free it.
+ * the root's scratch (the last child's goes into recvbuf, reduce.c);
+ * member 1's vector arrives there afterwards, so the failed call must
+ * leave that block to xdev rather than keep or free it.
  * In bcast the victim is an inner node of the binomial tree (group rank
  * size/2, root 0), so its grandchildren wait on a live child that fails:
  * only the notice lets them return.
