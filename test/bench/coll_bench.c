@@ -42,6 +42,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../src/kit/size.h"
+
 #ifdef USE_MPI
 #include <mpi.h>
 #else
@@ -234,19 +236,28 @@ static int parse_timing(const char *v)
     return 0;
 }
 
-static size_t parse_size(const char *s)
+/* The comma-separated sizes into out (at most max); how many, or 0 if one
+ * is not a size, so that "64KB" is refused rather than timed as 64 bytes. */
+static int parse_sizes(const char *list, size_t *out, int max)
 {
-    char *end;
-    size_t v = strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    return v;
+    int n = 0;
+    for (const char *p = list;; p++) {
+        char tok[32];
+        size_t len = strcspn(p, ",");
+        if (n == max || len >= sizeof tok) return 0;
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        if (xdev_parse_size(tok, &out[n++])) return 0;
+        p += len;
+        if (!*p) return n;
+    }
 }
 
 int main(int argc, char **argv)
 {
     const char *ops = "allreduce,bcast,allgather,alltoall,reduce,gather,scatter,barrier";
-    const char *sizes = "8,1M";
+    size_t sizes[32] = { 8, 1 << 20 };
+    int nsizes = 2;
     long max_iters = 0; /* 0: OSU's default for the size */
     double budget = 1.0;
     int timings = BACK_TO_BACK;
@@ -258,7 +269,9 @@ int main(int argc, char **argv)
             ops = v;
             if (!all_known(v)) bad = argv[i];
         }
-        else if (!strcmp(argv[i], "--sizes")) sizes = v;
+        else if (!strcmp(argv[i], "--sizes")) {
+            if (!(nsizes = parse_sizes(v, sizes, 32))) bad = argv[i];
+        }
         else if (!strcmp(argv[i], "--iters")) max_iters = atol(v);
         else if (!strcmp(argv[i], "--budget")) budget = atof(v);
         else if (!strcmp(argv[i], "--timing")) {
@@ -273,10 +286,8 @@ int main(int argc, char **argv)
     if (rank == 0) printf("op,timing,size,iters,value,unit\n");
     for (int op = 0; op < N_OPS; op++) {
         if (!listed(ops, op_names[op])) continue;
-        char list[256];
-        snprintf(list, sizeof list, "%s", sizes);
-        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            size_t n = parse_size(tok);
+        for (int k = 0; k < nsizes; k++) {
+            size_t n = sizes[k];
             if (op == ALLREDUCE || op == REDUCE) n = (n + 7) / 8 * 8;
             if (op == BARRIER) n = 0;
             size_t bytes = op == ALLREDUCE || op == BCAST || op == REDUCE ? n : n * (size_t)size;

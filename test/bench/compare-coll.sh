@@ -63,7 +63,7 @@ mpi_dir=$build/mpi-bench
 mkdir -p "$mpi_dir"
 for mpi in openmpi mpich; do
     exe=$mpi_dir/coll-bench.$mpi
-    if [[ ! -x $exe || $here/coll_bench.c -nt $exe ]]; then
+    if [[ ! -x $exe || $here/coll_bench.c -nt $exe || $here/../../src/kit/size.h -nt $exe ]]; then
         echo "$prog: building $exe" >&2
         "mpicc.$mpi" -std=gnu11 -O3 -Wall -Wextra -DUSE_MPI -o "$exe" "$here/coll_bench.c" ||
             die "building $exe failed"
