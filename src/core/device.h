@@ -193,6 +193,8 @@ struct xdev {
     bool finalizing;
     uint64_t activity;      /* arrivals and finished sends, ever: a waiter
                              * that sees it move keeps spinning */
+    uint64_t moved;         /* the same for parts of long messages
+                             * (xdev_core_moved), seen by waiters only */
     uint64_t completions;   /* requests completed, ever: waitsome looks at
                              * its requests only when this moved */
     xdev_txop_t *ctl_free;  /* cached control ops (proto_claim_ctl) */

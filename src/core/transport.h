@@ -304,6 +304,10 @@ void xdev_core_tx_fail_all(xdev_t *dev, xdev_txop_t *list);
 void xdev_core_peer_failed(xdev_t *dev, int peer);
 /* The peer announced the largest eager message it will send. */
 void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit);
+/* Bytes of a message moved (written, or read into place) that may not
+ * have finished anything: a waiter keeps polling rather than backing off
+ * while one long message streams. */
+void xdev_core_moved(xdev_t *dev);
 
 /* Bootstrap: publish this rank's address under `key`, look up a peer's.
  * lookup returns 1 if found, 0 if not (yet), an XDEV_ERR_* on error. */

@@ -96,6 +96,7 @@ void tcp_flush(xdev_tp_t *tp, int peer)
     if (!c || c->broken)
         return;
     xdev_txq_t done = { 0 };
+    bool wrote = false;
     while (p->txq.head) {
         struct iovec iov[MAX_IOV];
         int n = 0;
@@ -112,6 +113,7 @@ void tcp_flush(xdev_tp_t *tp, int peer)
                 mark_broken(tp, c);
             break;
         }
+        wrote = true;
         size_t left = (size_t)w;
         while (p->txq.head && left) {
             xdev_txop_t *op = p->txq.head;
@@ -133,6 +135,8 @@ void tcp_flush(xdev_tp_t *tp, int peer)
             c->wr_closed = true;
         }
     }
+    if (wrote)
+        xdev_core_moved(tp->dev);
     for (xdev_txop_t *op; (op = xdev_txq_pop(&done));)
         xdev_core_tx_done(tp->dev, op, XDEV_OK);
 }
@@ -272,6 +276,7 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
             return false;
         }
         c->rx_got += (size_t)n;
+        xdev_core_moved(tp->dev);
     }
 }
 
