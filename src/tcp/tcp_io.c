@@ -12,8 +12,9 @@
  * backlog goes out in gathered writes of many ops, each ending with the op
  * that brings it to GATHER_MAX bytes. So a large op ends its write, as a
  * raw stream writes one frame at a time: gathered with the ops behind it,
- * a stream of 4 MiB messages ran 8% slower here (xdev-bench --tests bw --min 4M --max 4M, 11 interleaved
- * rounds), and gathering small ops up to 256 KiB keeps their rate.
+ * a stream of 4 MiB messages ran 8% slower here (xdev-bench --tests bw
+ * --min 4M --max 4M, 11 interleaved rounds), and gathering small ops up to
+ * 256 KiB keeps their rate.
  */
 #include <errno.h>
 #include <limits.h>
