@@ -63,8 +63,10 @@ static inline bool soak_is_victim(int r)
 
 /* A request involving peer failed with err: allowed only as XDEV_ERR_PEER
  * from a rank this run kills. Counts and times it; reports (as `what`) and
- * returns false otherwise. */
-bool soak_peer_failed(int peer, int err, const char *what);
+ * returns false otherwise. since: when the request was posted or the call
+ * began (fault_now), so that one posted late, after the death, is not
+ * taken for one that took long to fail. */
+bool soak_peer_failed(int peer, int err, const char *what, double since);
 
 /* Is peer a killed rank that the device knows dead, with nothing matching
  * (any tag, ctx) left queued from it? Then what is missing of its streams

@@ -47,6 +47,7 @@ static void receive(xdev_message_t *msg, const xdev_status_t *found, int src, in
     unsigned char *buf = soak_rbuf(cap);
     xdev_status_t st;
     int rc;
+    double since = fault_now();
     if (r & 16) {
         rc = xdev_mrecv(soak.dev, buf, cap, msg, &st); /* matched: never woken */
     } else {
@@ -59,7 +60,7 @@ static void receive(xdev_message_t *msg, const xdev_status_t *found, int src, in
         }
     }
     if (rc != XDEV_OK && rc != XDEV_ERR_TRUNCATE) {
-        if (soak_peer_failed(src, rc, "the receive of a claimed message"))
+        if (soak_peer_failed(src, rc, "the receive of a claimed message", since))
             cut(src, t, k);
     } else if (rc != st.error) {
         SOAK_FAIL("seed %llu: receiving a claimed message returned %d but status.error %d",
@@ -104,6 +105,7 @@ void *soak_mprober(void *arg)
         for (int t = 0; t < SOAK_MAX_THREADS; t++)
             c.last[src][t] = -1;
     int ctx = soak_ctx(K_MPROBE, 0);
+    double since = fault_now(); /* looking for the next message since */
     while (!soak_streams_closed(K_MPROBE, ctx)) {
         xdev_message_t msg;
         xdev_status_t st = { .source = -1, .error = 1 }; /* unlike any status a probe fills */
@@ -119,13 +121,16 @@ void *soak_mprober(void *arg)
             continue;
         }
         atomic_fetch_add(&soak_count.mprobes, 1);
+        double looked = since;
+        since = fault_now();
         if (rc == XDEV_OK) {
             claimed(&c, &msg, &st, ctx);
         } else if (rc == XDEV_ERR_PEER && st.error == XDEV_ERR_PEER && st.count == 0 &&
                    st.source >= 0 && st.source < soak.size) {
             /* a cut marker, consumed */
             int t = soak_tag_thread(st.tag);
-            if (soak_peer_failed(st.source, rc, "a matched probe") && t >= 0 && t < soak.nthreads)
+            if (soak_peer_failed(st.source, rc, "a matched probe", looked) && t >= 0 &&
+                t < soak.nthreads)
                 cut(st.source, t, soak_tag_seq(st.tag));
         } else {
             SOAK_FAIL("seed %llu: a matched probe returned %d (%s), status error %d source %d",

@@ -29,7 +29,8 @@ static void check_found(const xdev_status_t *st, int src, int t, int k, int due,
     }
 }
 
-static void take(const xdev_status_t *found, uint64_t *rng, int ctx)
+/* found: what a probe found, having looked since `since` (fault_now). */
+static void take(const xdev_status_t *found, uint64_t *rng, int ctx, double since)
 {
     int src = found->source, t = soak_tag_thread(found->tag), k = soak_tag_seq(found->tag);
     if (src < 0 || src >= soak.size || t < 0 || t >= soak.nthreads) {
@@ -44,7 +45,7 @@ static void take(const xdev_status_t *found, uint64_t *rng, int ctx)
         /* The first is the message at which src was cut, the one due on
          * its stream; others of src may have arrived in part before. */
         bool first = !atomic_load(&soak_cut[K_PROBE][src][t]);
-        if (soak_peer_failed(src, found->error, "a probe") &&
+        if (soak_peer_failed(src, found->error, "a probe", since) &&
             (found->count != 0 || (first ? k != due : k < due)))
             SOAK_FAIL("seed %llu: a probe found a failed message of %d, #%d of thread %d (count "
                       "%zu), where #%d was due%s", (unsigned long long)soak.seed, src, k, t,
@@ -62,13 +63,14 @@ static void take(const xdev_status_t *found, uint64_t *rng, int ctx)
     uint64_t r = soak_rand(rng);
     size_t cap = r % 8 == 0 && found->count ? (size_t)(r >> 8) % found->count : found->count;
     unsigned char *buf = soak_rbuf(cap);
+    since = fault_now();
     while (soak_woken(rc = xdev_recv(soak.dev, buf, cap, src, found->tag, ctx, &st)))
         ;
     if (rc != st.error) {
         SOAK_FAIL("seed %llu: xdev_recv returned %d but status.error %d",
                   (unsigned long long)soak.seed, rc, st.error);
     } else if (rc != XDEV_OK && rc != XDEV_ERR_TRUNCATE) {
-        soak_peer_failed(src, rc, "the receive of a probed message");
+        soak_peer_failed(src, rc, "the receive of a probed message", since);
         cut(src);
     } else {
         soak_check_recv("probed receive", src, K_PROBE, t, k, &st, buf, cap);
@@ -82,6 +84,7 @@ void *soak_prober(void *arg)
     (void)arg;
     uint64_t rng = soak.seed ^ 0x9b0beu ^ ((uint64_t)soak.rank << 40);
     int ctx = soak_ctx(K_PROBE, 0);
+    double since = fault_now(); /* looking for the next message since */
     while (!soak_streams_closed(K_PROBE, ctx)) {
         xdev_status_t st = { .source = -1, .error = 1 }; /* unlike any status xdev_probe fills */
         int rc, found = 1;
@@ -103,7 +106,8 @@ void *soak_prober(void *arg)
             continue;
         }
         atomic_fetch_add(&soak_count.probes, 1);
-        take(&st, &rng, ctx);
+        take(&st, &rng, ctx, since);
+        since = fault_now();
     }
     return NULL;
 }

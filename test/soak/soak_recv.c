@@ -20,6 +20,7 @@ struct rslot {
     int k;                 /* K_NAMED: the message it is to get */
     enum cancel_plan plan;
     bool done, cancelled;
+    double posted; /* fault_now() */
     xdev_status_t st;
 };
 
@@ -73,12 +74,13 @@ static void post(struct rqueue *q)
     sl->buf = soak_rbuf(sl->cap);
     sl->k = k;
     sl->done = sl->cancelled = false;
+    sl->posted = fault_now();
     uint64_t r = soak_rand(&rng) % 24;
     sl->plan = r == 0 ? CANCEL_NOW : r == 1 ? CANCEL_NEXT_ROUND : KEEP;
     int rc = xdev_irecv(soak.dev, sl->buf, sl->cap, q->src, XDEV_ANY_TAG, soak_ctx(q->kind, q->t),
                         &sl->req);
     if (rc != XDEV_OK) {
-        if (!soak_peer_failed(q->src, rc, "posting a named receive"))
+        if (!soak_peer_failed(q->src, rc, "posting a named receive", sl->posted))
             fault_abort();
         atomic_store(&soak_cut[q->kind][q->src][q->t], true);
         free(sl->buf);
@@ -112,7 +114,7 @@ static void named_done(struct rqueue *q, struct rslot *sl)
 {
     atomic_bool *cut = &soak_cut[K_NAMED][q->src][q->t];
     if (sl->st.error == XDEV_ERR_PEER || (sl->st.error != XDEV_OK && sl->st.error != XDEV_ERR_TRUNCATE)) {
-        soak_peer_failed(q->src, sl->st.error, "a named receive");
+        soak_peer_failed(q->src, sl->st.error, "a named receive", sl->posted);
         atomic_store(cut, true);
     } else if (atomic_load(cut)) {
         SOAK_FAIL("seed %llu: a named receive from %d (thread %d) got tag %#x after one failed: "
@@ -138,7 +140,7 @@ static void wild_done(struct rqueue *q, struct rslot *sl)
          * src died. */
         bool first = !atomic_load(&soak_cut[K_WILD][src][t]);
         int k = soak_tag_seq(sl->st.tag);
-        if (soak_peer_failed(src, sl->st.error, "a wildcard receive") &&
+        if (soak_peer_failed(src, sl->st.error, "a wildcard receive", sl->posted) &&
             (soak_tag_thread(sl->st.tag) != t || sl->st.count != 0 || (first ? k != due : k <= due)))
             SOAK_FAIL("seed %llu: a wildcard receive failed naming tag %#x count %zu of %d; "
                       "message #%d was due, %s", (unsigned long long)soak.seed, sl->st.tag,

@@ -14,6 +14,7 @@ struct slot {
     unsigned char *buf;
     size_t len;
     int dst;
+    double posted; /* fault_now() */
 };
 
 struct sender {
@@ -40,13 +41,13 @@ static bool pick(struct sender *s, int *dst, int *kind)
     return false;
 }
 
-/* A send to dst of len bytes ended with error err. */
-static void ended(struct sender *s, int dst, size_t len, int err)
+/* A send to dst of len bytes, begun at since, ended with error err. */
+static void ended(struct sender *s, int dst, size_t len, int err, double since)
 {
     if (err == XDEV_OK) {
         atomic_fetch_add(&soak_count.sent_msgs, 1);
         atomic_fetch_add(&soak_count.sent_bytes, len);
-    } else if (!soak_peer_failed(dst, err, "a send")) {
+    } else if (!soak_peer_failed(dst, err, "a send", since)) {
         fault_abort();
     } else {
         s->dead[dst] = true;
@@ -60,7 +61,7 @@ static void reap(struct sender *s, int i, const xdev_status_t *st)
         SOAK_FAIL("seed %llu thread %d: a send of %zu bytes to %d completed with count %zu "
                   "source %d", (unsigned long long)soak.seed, s->t, sl->len, sl->dst, st->count,
                   st->source);
-    ended(s, sl->dst, sl->len, st->error);
+    ended(s, sl->dst, sl->len, st->error, sl->posted);
     free(sl->buf);
     s->busy[i] = NULL;
 }
@@ -98,10 +99,11 @@ static void post(struct sender *s, unsigned char *buf, size_t len, int dst, int 
     while (s->busy[i])
         i++;
     struct slot *sl = &s->slot[i];
+    sl->posted = fault_now();
     for (bool try_cancel = soak_rand(&s->rng) % 16 == 0;; try_cancel = false) {
         int rc = (sync ? xdev_issend : xdev_isend)(soak.dev, buf, len, dst, tag, ctx, &sl->req);
         if (rc != XDEV_OK) {
-            ended(s, dst, len, rc);
+            ended(s, dst, len, rc, sl->posted);
             free(buf);
             return;
         }
@@ -143,11 +145,12 @@ static void send_one(struct sender *s, int dst, int kind)
     int tag = soak_tag(s->t, k), ctx = soak_ctx(kind, s->t);
     enum soak_mode mode = soak_mode(key);
     if (mode == M_SEND || mode == M_SSEND) {
+        double since = fault_now();
         int rc;
         while (soak_woken(rc = (mode == M_SSEND ? xdev_ssend : xdev_send)(soak.dev, buf, len, dst,
                                                                            tag, ctx)))
             ;
-        ended(s, dst, len, rc);
+        ended(s, dst, len, rc, since);
         free(buf);
         return;
     }
