@@ -19,7 +19,7 @@ static bool send_args_ok(const xdev_t *d, const void *buf, size_t len, int dst, 
 
 /* flags: F_SYNC for a synchronous send, F_PRIVATE for a blocking call's.
  * niov: buf is a checked vector of that many pieces, len their total. */
-int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+XDEV_HOT int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
               xdev_request_t *req, unsigned flags, unsigned niov)
 {
     if (!send_args_ok(d, buf, len, dst, tag, ctx) || !req_free_to_post(req))
@@ -37,7 +37,7 @@ int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
     return rc;
 }
 
-int xdev_isend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
+XDEV_HOT int xdev_isend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
                xdev_request_t *req)
 {
     return post_send(d, buf, len, dst, tag, ctx, req, 0, 0);
@@ -55,8 +55,8 @@ bool match_args_ok(const xdev_t *d, int src, int tag, int ctx)
            ctx >= 0;
 }
 
-int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req,
-              unsigned flags, unsigned niov)
+XDEV_HOT int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
+                       xdev_request_t *req, unsigned flags, unsigned niov)
 {
     if (!d || (!buf && len) || !match_args_ok(d, src, tag, ctx) || !req_free_to_post(req))
         return XDEV_ERR_ARG;
@@ -73,7 +73,8 @@ int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_
     return rc;
 }
 
-int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req)
+XDEV_HOT int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
+                        xdev_request_t *req)
 {
     return post_recv(d, buf, len, src, tag, ctx, req, 0, 0);
 }
@@ -93,7 +94,7 @@ static bool still_ours(xdev_t *d, const struct waited *w)
 
 /* Polled on every spin, so only the phase: a request another thread
  * reaped meanwhile was done first, and ownership is checked after. */
-static bool req_done(xdev_t *d, void *arg)
+static XDEV_HOT bool req_done(xdev_t *d, void *arg)
 {
     (void)d;
     return ((const struct waited *)arg)->r->phase == PH_DONE;
@@ -105,7 +106,7 @@ static xdev_t *dev_of(xdev_request_t *req)
     return req ? req_device(xreq_of(req)) : NULL;
 }
 
-int xdev_wait(xdev_request_t *req, xdev_status_t *st)
+XDEV_HOT int xdev_wait(xdev_request_t *req, xdev_status_t *st)
 {
     xdev_t *d = dev_of(req);
     if (!d)
@@ -135,7 +136,7 @@ int xdev_wait(xdev_request_t *req, xdev_status_t *st)
     return rc;
 }
 
-int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
+XDEV_HOT int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
 {
     xdev_t *d = dev_of(req);
     if (!d || !done)
@@ -160,7 +161,7 @@ int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
  * Woken, a request that has not begun is cancelled and the call returns
  * XDEV_ERR_WOKEN; one that has begun is finished first, since its storage
  * (on the blocking call's stack) and buffer cannot outlive the call. */
-int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
+XDEV_HOT int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
 {
     if (rc != XDEV_OK)
         return rc;
@@ -176,7 +177,7 @@ int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
     return rc != XDEV_OK ? rc : st->error;
 }
 
-int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+XDEV_HOT int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
     /* Which transport serves dst is fixed at init, so its short tier is
      * read without the lock: a message it cannot take (anything on tcp,
@@ -199,7 +200,8 @@ int xdev_ssend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx
                        NULL);
 }
 
-int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_status_t *st)
+XDEV_HOT int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
+                       xdev_status_t *st)
 {
     xdev_request_t req = { 0 };
     return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE, 0), &req, st);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/single_threaded.h>
 #include <stdbool.h>
+#include "../kit/hot.h"
 #include "match.h"
 #include "payloads.h"
 #include "transport.h"

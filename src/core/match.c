@@ -20,6 +20,7 @@
 #include "match.h"
 #include "xdev.h"
 #include "../kit/dlist.h"
+#include "../kit/hot.h"
 
 struct xdev_mbucket {
     int src, tag, ctx;
@@ -71,7 +72,7 @@ static bool is_key(const xdev_mbucket_t *b, int src, int tag, int ctx)
     return b && b->src == src && b->tag == tag && b->ctx == ctx;
 }
 
-xdev_mnode_t *xdev_mtable_head(xdev_mtable_t *t, int src, int tag, int ctx)
+XDEV_HOT xdev_mnode_t *xdev_mtable_head(xdev_mtable_t *t, int src, int tag, int ctx)
 {
     xdev_mbucket_t *b = t->last;
     if (!is_key(b, src, tag, ctx)) {
@@ -131,7 +132,7 @@ static void maybe_grow(xdev_mtable_t *t)
     t->nslots = n;
 }
 
-int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t *n)
+XDEV_HOT int xdev_mtable_append(xdev_mtable_t *t, int src, int tag, int ctx, xdev_mnode_t *n)
 {
     xdev_mbucket_t **p = NULL, *b = t->last;
     if (!is_key(b, src, tag, ctx)) {
@@ -165,7 +166,7 @@ void xdev_mtable_append_like(xdev_mtable_t *t, const xdev_mnode_t *like, xdev_mn
     XDEV_DLIST_APPEND(b->head, b->tail, n, prev, next);
 }
 
-void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
+XDEV_HOT void xdev_mtable_remove(xdev_mtable_t *t, xdev_mnode_t *n)
 {
     (void)t;
     xdev_mbucket_t *b = n->bucket;

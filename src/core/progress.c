@@ -48,7 +48,7 @@ void xdev_core_moved(xdev_t *d)
     d->moved++;
 }
 
-void progress_once(xdev_t *d)
+XDEV_HOT void progress_once(xdev_t *d)
 {
     for (int i = 0; i < d->ntps; i++)
         d->tps[i].ops->progress(d->tps[i].tp, 0);
@@ -152,7 +152,7 @@ static void give_turn(xdev_t *d)
  * counted as idle after SPIN_NS, and yielding between its polls cost a
  * stream of them 8%. Wakeups and the deadline are looked at with the
  * clock, never in the first polls: the fast path pays nothing for them. */
-int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms)
+XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms)
 {
     bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
     uint64_t start = 0, seen = d->activity + d->moved;

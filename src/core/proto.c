@@ -196,7 +196,7 @@ static bool ux_resume(xdev_t *d, uxmsg_t *e, bool over)
  * every peer's for XDEV_ANY_SOURCE): if the stream stopped at an
  * unexpected message for want of room, read it in past the bound (a
  * stopped stream holds one such message, at its head). */
-static void stream_restart(xdev_t *d, int peer)
+static XDEV_HOT void stream_restart(xdev_t *d, int peer)
 {
     if (!d->ux_deferred || peer == d->rank)
         return;
@@ -270,7 +270,7 @@ static void ux_free(xdev_t *d, uxmsg_t *e)
 }
 
 /* The oldest unexpected message a receive for (src, tag, ctx) may take. */
-static uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
+static XDEV_HOT uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
 {
     if (!d->ux_head)
         return NULL; /* the usual case, and no lookup needed to know it */
@@ -313,7 +313,7 @@ static xreq_t *earliest_wild(xdev_t *d, xreq_t *r, int src, int tag, int ctx)
 
 /* Remove and return the earliest-posted receive that matches an arrival
  * from (src, tag, ctx): the heads of the four keys it could be under. */
-static xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
+static XDEV_HOT xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
 {
     xreq_t *r = req_of_mnode(xdev_mtable_head(&d->posted, src, tag, ctx));
     /* Usually no wildcard receive is posted: nothing to compare with. */
@@ -341,7 +341,7 @@ static size_t recv_accept(xreq_t *r, int src, int tag, size_t len)
 
 /* ---- sending ---- */
 
-static void op_sent(xdev_t *d, xreq_t *r)
+static XDEV_HOT void op_sent(xdev_t *d, xreq_t *r)
 {
     switch (r->phase) {
     case PH_SEND_EAGER:
@@ -359,7 +359,7 @@ static void op_sent(xdev_t *d, xreq_t *r)
 }
 
 /* Hand r's op to the transport and deal with an immediate outcome. */
-static void send_op(xdev_t *d, xreq_t *r, int peer)
+static XDEV_HOT void send_op(xdev_t *d, xreq_t *r, int peer)
 {
     int rc = peer_ops(d, peer)->send(peer_tp(d, peer), peer, &r->op, XDEV_TX_QUEUE);
     if (rc == 1)
@@ -402,7 +402,7 @@ static void ctl_put(xdev_t *d, xdev_txop_t *op)
         ctl_push(d, op);
 }
 
-int proto_claim_ctl(xdev_t *d, xreq_t *r)
+XDEV_HOT int proto_claim_ctl(xdev_t *d, xreq_t *r)
 {
     while (d->ctl_nfree < d->ctl_claimed + CTL_PER_RECV) {
         xdev_txop_t *op = malloc(sizeof *op);
@@ -415,7 +415,7 @@ int proto_claim_ctl(xdev_t *d, xreq_t *r)
     return XDEV_OK;
 }
 
-void proto_unclaim_ctl(xdev_t *d, xreq_t *r)
+XDEV_HOT void proto_unclaim_ctl(xdev_t *d, xreq_t *r)
 {
     d->ctl_claimed -= r->ctl_claim;
     r->ctl_claim = 0;
@@ -649,7 +649,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
     return XDEV_OK;
 }
 
-int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
+XDEV_HOT int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
     if ((dst == d->rank && !d->self_by_tp) || d->peers[dst].dead || len > d->cfg.eager_limit)
         return 0;
@@ -664,7 +664,7 @@ int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int
     return 1;
 }
 
-int proto_send(xdev_t *d, xreq_t *s, bool sync)
+XDEV_HOT int proto_send(xdev_t *d, xreq_t *s, bool sync)
 {
     if (sync)
         s->flags |= F_SYNC;
@@ -751,7 +751,7 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     ux_free(d, e);
 }
 
-int proto_recv(xdev_t *d, xreq_t *r)
+XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
 {
     uxmsg_t *e = ux_find(d, r->peer, r->tag, r->ctx);
     if (e) {
@@ -951,7 +951,7 @@ static bool head_ok(const xdev_t *d, int peer, const xdev_hdr_t *h)
 
 /* A plain eager message that is all in memory, for a receive already
  * posted: straight into it, the common case made short. 1 if it went. */
-static int rx_whole(xdev_t *d, int peer, const xdev_rx_t *rx)
+static XDEV_HOT int rx_whole(xdev_t *d, int peer, const xdev_rx_t *rx)
 {
     const xdev_hdr_t *h = &rx->head.hdr;
     peer_t *p = &d->peers[peer];
@@ -996,7 +996,7 @@ static int rx_dispatch(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     }
 }
 
-int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
+XDEV_HOT int xdev_core_rx_begin(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
 {
     d->activity++;
     rx->cookie = NULL;
@@ -1025,7 +1025,7 @@ static void recv_filled(xdev_t *d, xreq_t *r)
     order_done(d, r);
 }
 
-void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
+XDEV_HOT void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
 {
     if (!rx->cookie)
         return;
@@ -1053,7 +1053,7 @@ void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
     ux_free(d, e);
 }
 
-void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
+XDEV_HOT void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
 {
     d->activity++;
     if (op->owner == OP_CONTROL) {

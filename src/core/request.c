@@ -68,7 +68,8 @@ xdev_t *req_device(const xreq_t *r)
     return req_is_active(r) ? __atomic_load_n(&r->dev, __ATOMIC_RELAXED) : NULL;
 }
 
-int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag, int ctx)
+XDEV_HOT int req_start(xdev_t *d, xreq_t *r, int kind, void *buf, size_t len, int peer, int tag,
+                       int ctx)
 {
     if (d->free_slot == NO_SLOT && grow_slots(d) != XDEV_OK)
         return XDEV_ERR_NOMEM;
@@ -110,7 +111,7 @@ xreq_t *req_lookup(xdev_t *d, uint64_t id)
 
 /* Complete r with err as its outcome (XDEV_OK keeps what the protocol put
  * in the status, e.g. XDEV_ERR_TRUNCATE). */
-void req_complete(xdev_t *d, xreq_t *r, int err)
+XDEV_HOT void req_complete(xdev_t *d, xreq_t *r, int err)
 {
     if (err != XDEV_OK)
         r->status.error = err;
@@ -147,7 +148,7 @@ xreq_t *req_cq_pop(xdev_t *d)
 }
 
 /* Give a completed (or, at finalize, abandoned) request back to its owner. */
-void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
+XDEV_HOT void req_reap(xdev_t *d, xreq_t *r, xdev_status_t *st)
 {
     cq_unlink(d, r);
     proto_unclaim_ctl(d, r);

@@ -1,6 +1,7 @@
 /* wire.c - encoding and decoding of the header described in wire.h. */
 #include <string.h>
 #include "wire.h"
+#include "../kit/hot.h"
 
 int xdev_wire_nfields(uint32_t type)
 {
@@ -23,7 +24,7 @@ size_t xdev_wire_head_len(uint32_t type)
     return n < 0 ? 0 : XDEV_HDR_BYTES + 8 * (size_t)n;
 }
 
-size_t xdev_wire_encode(const xdev_head_t *h, uint8_t out[XDEV_HEAD_MAX])
+XDEV_HOT size_t xdev_wire_encode(const xdev_head_t *h, uint8_t out[XDEV_HEAD_MAX])
 {
     xdev_put_le32(out + 0, h->hdr.src);
     xdev_put_le32(out + 4, h->hdr.dst);
@@ -54,7 +55,7 @@ void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
         f[i] = xdev_get_le64(in + 8 * i);
 }
 
-long xdev_wire_decode_head(const uint8_t *in, size_t have, xdev_head_t *h)
+XDEV_HOT long xdev_wire_decode_head(const uint8_t *in, size_t have, xdev_head_t *h)
 {
     if (have < XDEV_HDR_BYTES)
         return 0;

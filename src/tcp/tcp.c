@@ -42,7 +42,7 @@ void tcp_service_later(xdev_tp_t *tp, tcp_conn_t *c)
  * that reads up to its bound queues itself again, for the next call, so
  * that a flood cannot keep a progress call, and the device lock with it,
  * until it is over (other threads' calls wait for that lock). */
-static void run_service(xdev_tp_t *tp)
+static XDEV_HOT void run_service(xdev_tp_t *tp)
 {
     tp->serving = tp->service;
     tp->service = NULL;
@@ -66,7 +66,7 @@ static bool poll_directly(xdev_tp_t *tp, int timeout_ms)
            !tp->nwanting && (++tp->polls % EPOLL_EVERY) != 0;
 }
 
-static void poll_open_conns(xdev_tp_t *tp)
+static XDEV_HOT void poll_open_conns(xdev_tp_t *tp)
 {
     tcp_conn_t *open[DIRECT_POLL_MAX];
     unsigned n = 0;
@@ -85,7 +85,7 @@ static void poll_open_conns(xdev_tp_t *tp)
     }
 }
 
-static void tcp_progress(xdev_tp_t *tp, int timeout_ms)
+static XDEV_HOT void tcp_progress(xdev_tp_t *tp, int timeout_ms)
 {
     struct epoll_event evs[32];
     run_service(tp);
@@ -174,7 +174,7 @@ static void tcp_info(FILE *out)
     fprintf(out, "\n");
 }
 
-static void tcp_watch(xdev_tp_t *tp, int peer)
+static XDEV_HOT void tcp_watch(xdev_tp_t *tp, int peer)
 {
     tcp_want_peer(tp, peer);
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include "../core/transport.h"
+#include "../kit/hot.h"
 #include "../kit/txq.h"
 
 #define TCP_PREFIX 8

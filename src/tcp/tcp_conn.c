@@ -105,7 +105,7 @@ void tcp_conn_free(xdev_tp_t *tp, tcp_conn_t *c)
     tp->closed = c;
 }
 
-void tcp_reap_closed(xdev_tp_t *tp)
+XDEV_HOT void tcp_reap_closed(xdev_tp_t *tp)
 {
     while (tp->closed) {
         tcp_conn_t *c = tp->closed;

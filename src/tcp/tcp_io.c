@@ -39,7 +39,7 @@ static size_t op_total(const xdev_txop_t *op)
 /* iovecs for what is left of op, at most room (>= 2) of them; returns how
  * many were added, and whether they reach the op's end in *whole (a
  * vector's pieces are gathered here, up to room). */
-static int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, bool *whole)
+static XDEV_HOT int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, bool *whole)
 {
     size_t framing = op->prefix_len + op->head_len;
     int n = 0;
@@ -90,7 +90,7 @@ static void mark_broken(xdev_tp_t *tp, tcp_conn_t *c)
 /* Write as much of peer's queue as the socket takes, then hand the
  * finished ops back (only after the queue is consistent again, since the
  * core may queue new ops from inside tx_done). */
-void tcp_flush(xdev_tp_t *tp, int peer)
+XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
 {
     tcp_peer_t *p = &tp->peers[peer];
     tcp_conn_t *c = p->conn;
@@ -142,7 +142,7 @@ void tcp_flush(xdev_tp_t *tp, int peer)
         xdev_core_tx_done(tp->dev, op, XDEV_OK);
 }
 
-int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
+XDEV_HOT int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
 {
     if (how == XDEV_TX_NOW) /* no short tier: a socket may take part of it */
         return 0;
@@ -184,7 +184,7 @@ void tcp_fail_queue(xdev_tp_t *tp, int peer)
 
 /* Read more into the stage. Returns false when nothing more can be read
  * now (EAGAIN) or the connection is gone. */
-static bool fill_stage(xdev_tp_t *tp, tcp_conn_t *c)
+static XDEV_HOT bool fill_stage(xdev_tp_t *tp, tcp_conn_t *c)
 {
     if (c->stage_pos) {
         memmove(c->stage, c->stage + c->stage_pos, c->stage_end - c->stage_pos);
@@ -208,7 +208,7 @@ static bool fill_stage(xdev_tp_t *tp, tcp_conn_t *c)
 
 /* Parse one frame head from the stage and ask the core where its payload
  * goes. Returns false if the stage does not hold a whole head yet. */
-static bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
+static XDEV_HOT bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
 {
     size_t have = c->stage_end - c->stage_pos;
     const uint8_t *s = c->stage + c->stage_pos;
@@ -244,7 +244,7 @@ static bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
 }
 
 /* Place payload bytes; returns true when the payload is complete. */
-static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
+static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
 {
     xdev_rx_t *rx = &c->rx;
     for (;;) {
@@ -281,7 +281,7 @@ static bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
     }
 }
 
-void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
+XDEV_HOT void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
 {
     int peer = c->peer;
     c->drained = false;
