@@ -180,8 +180,8 @@ XDEV_HOT int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
 XDEV_HOT int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
     /* Which transport serves dst is fixed at init, so its short tier is
-     * read without the lock: a message it cannot take (anything on tcp,
-     * which has none) then takes the lock once, not twice. */
+     * read without the lock: a message it cannot take (a long one, or any
+     * on a transport that has none) then takes the lock once, not twice. */
     if (send_args_ok(d, buf, len, dst, tag, ctx) && peer_fits_short(d, dst, len)) {
         dev_lock(d);
         int sent = proto_send_now(d, buf, len, dst, tag, ctx);

@@ -57,7 +57,7 @@ enum req_flag {
  * (RNDZ_WRITTEN); messages that other messages may overtake on their way
  * back (a SYNC_ACK, RNDZ_START, RNDZ_REPLY, RNDZ_END) travel in malloc'd
  * control ops, so a reply can never find the request's op still queued. */
-enum op_owner { OP_REQ = 1, OP_CONTROL = 2 };
+enum op_owner { OP_REQ = 1, OP_CONTROL = 2 }; /* never XDEV_OP_OWN */
 
 typedef struct xreq {
     uint64_t magic;       /* REQ_MAGIC ^ its address while active; cleared

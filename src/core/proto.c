@@ -1056,6 +1056,8 @@ XDEV_HOT void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
 XDEV_HOT void xdev_core_tx_done(xdev_t *d, xdev_txop_t *op, int err)
 {
     d->activity++;
+    if (op->owner == XDEV_OP_OWN)
+        return;
     if (op->owner == OP_CONTROL) {
         ctl_put(d, op);
         return;

@@ -50,12 +50,18 @@ typedef struct xdev_txop {
     size_t payload_len;
     uint32_t head_len;
     uint32_t prefix_len;  /* set by the transport */
-    uint8_t owner;        /* core's: which protocol step this op carries */
+    uint8_t owner;        /* core's: which protocol step this op carries;
+                           * XDEV_OP_OWN for a transport's own op */
     uint8_t payload_niov; /* pieces of payload_iov; 0: payload is one buffer */
     uint8_t wire[XDEV_TP_PREFIX_MAX + XDEV_HEAD_MAX]; /* head starts at XDEV_TP_PREFIX_MAX */
 } xdev_txop_t;
 
 static inline uint8_t *xdev_txop_head(xdev_txop_t *op) { return op->wire + XDEV_TP_PREFIX_MAX; }
+
+/* An op a transport made itself (tcp's copy of the rest of a short send
+ * the socket took part of) and queues with the core's: the core ignores
+ * it when it comes back through xdev_core_tx_done. */
+#define XDEV_OP_OWN 0
 
 /* Vector payloads (iov.c): copy n bytes at offset off of the pieces'
  * concatenation out of them (gather) or into them (scatter). */
@@ -218,17 +224,19 @@ typedef struct xdev_tp_ops {
      * (src/loop, which exercises the protocol in one process). */
     bool carries_self;
     int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
-    /* Send op to peer as `how` (XDEV_TX_*) says. Returns 1 if the op was
-     * sent completely before returning (it is the core's again); 0 if it
+    /* Send op to peer as `how` (XDEV_TX_*) says. Returns 1 if the op is
+     * the core's again and its message is the transport's to deliver: it
+     * was sent completely before returning, or (XDEV_TX_NOW) what the
+     * transport could not send at once it copied, to send itself; 0 if it
      * was queued and will come back through xdev_core_tx_done (with
      * XDEV_TX_NOW: it could not go now, and nothing of it was written or
      * queued); XDEV_ERR_PEER if the peer is known to be dead (the op is
      * the core's again). */
     int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
     /* Optional: the largest payload XDEV_TX_NOW may take, once open (one
-     * ring record, one inline or buffered work request, one fi_inject);
-     * larger ones the core sends only as XDEV_TX_QUEUE. Without it the
-     * transport has no short tier (a socket may take part of a message)
+     * ring record, one inline or buffered work request, one fi_inject, one
+     * socket write and a copy of what it left); larger ones the core sends
+     * only as XDEV_TX_QUEUE. Without it the transport has no short tier
      * and is never asked for XDEV_TX_NOW. */
     size_t (*short_max)(xdev_tp_t *tp);
     /* Deliver arrived messages and finish queued sends; wait up to

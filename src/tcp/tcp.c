@@ -338,10 +338,16 @@ static int tcp_shutdown(xdev_tp_t *tp)
     return tp->conns == NULL;
 }
 
+static size_t tcp_short_max(xdev_tp_t *tp)
+{
+    return TCP_SHORT_MAX < tp->eager_limit ? TCP_SHORT_MAX : tp->eager_limit;
+}
+
 const xdev_tp_ops_t xdev_tcp_ops = {
     .name = "tcp",
     .open = tcp_open,
     .send = tcp_send,
+    .short_max = tcp_short_max,
     .progress = tcp_progress,
     .wait_fd = tcp_wait_fd,
     .arm = tcp_arm,

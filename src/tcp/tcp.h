@@ -24,6 +24,7 @@
 
 #define TCP_PREFIX 8
 #define TCP_STAGE_BYTES (64 * 1024)
+#define TCP_SHORT_MAX 4096 /* payload bytes a send may take as XDEV_TX_NOW */
 #define TCP_HELLO_BYTES 40
 #define TCP_REPLY_BYTES 32
 #define TCP_PROOF_BYTES 16
@@ -64,6 +65,12 @@ typedef struct tcp_conn {
     size_t stage_pos, stage_end;
     xdev_rx_t rx;          /* the arrival being placed */
     size_t rx_got;
+    /* What is left of an XDEV_TX_NOW send the socket took part of: our
+     * copy (XDEV_OP_OWN), queued like a core op. An open connection is
+     * freed only with its peer's queue (tcp_conn_lost), so it outlives
+     * the copy. */
+    xdev_txop_t spill;
+    uint8_t spill_payload[TCP_SHORT_MAX];
     struct tcp_conn *next;         /* tp->conns */
     struct tcp_conn *service_next; /* tp->service or tp->serving */
 } tcp_conn_t;
