@@ -204,7 +204,7 @@ struct xdev {
     struct {
         const xdev_tp_ops_t *ops;
         xdev_tp_t *tp;
-        size_t short_max; /* ops->short_max, where it has a short tier */
+        size_t short_max; /* ops->short_max, at most the eager limit */
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
@@ -309,8 +309,9 @@ void req_table_destroy(xdev_t *d);
 /* proto.c */
 int proto_send(xdev_t *d, xreq_t *r, bool sync);
 /* A blocking send's shortcut, for a message that peer_fits_short (the
- * caller asks, without the lock): 1 if it went whole at once as the
- * transport's XDEV_TX_NOW (no request needed), 0 to take the usual path. */
+ * caller asks, without the lock; that keeps it within the eager limit): 1
+ * if it went whole at once as the transport's XDEV_TX_NOW (no request
+ * needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
 /* A receive's claim on the control ops it may send (see proto.c). */

@@ -651,7 +651,7 @@ static int self_send(xdev_t *d, xreq_t *s, bool sync)
 
 XDEV_HOT int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
-    if ((dst == d->rank && !d->self_by_tp) || d->peers[dst].dead || len > d->cfg.eager_limit)
+    if ((dst == d->rank && !d->self_by_tp) || d->peers[dst].dead)
         return 0;
     xdev_txop_t op;
     xdev_head_t h;

@@ -156,7 +156,10 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
     if (rc != XDEV_OK)
         return rc;
     d->tps[i].ops = ops;
-    d->tps[i].short_max = ops->short_max ? ops->short_max(d->tps[i].tp) : 0;
+    /* A short send goes eager: the tier ends at the eager limit too, so
+     * that a longer message is not sent to the lock twice (api.c). */
+    size_t short_max = ops->short_max ? ops->short_max(d->tps[i].tp) : 0;
+    d->tps[i].short_max = short_max < d->cfg.eager_limit ? short_max : d->cfg.eager_limit;
     d->ntps++;
     for (int r = 0; r < d->size; r++)
         if (serve[r])

@@ -340,7 +340,8 @@ static int tcp_shutdown(xdev_tp_t *tp)
 
 static size_t tcp_short_max(xdev_tp_t *tp)
 {
-    return TCP_SHORT_MAX < tp->eager_limit ? TCP_SHORT_MAX : tp->eager_limit;
+    (void)tp;
+    return TCP_SHORT_MAX;
 }
 
 const xdev_tp_ops_t xdev_tcp_ops = {

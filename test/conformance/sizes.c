@@ -6,7 +6,8 @@
  * limit), 1 MiB, 64 MiB, and - only in a 2-rank job - one message of
  * 2 GiB + 5 bytes from rank 0 to rank 1, a count that does not fit in an
  * int. Every receive's status.count and every send's status are checked.
- * Then 0, 1 and 8 bytes with the blocking calls.
+ * Then 0, 1 and 8 bytes and both sides of the eager limit with the
+ * blocking calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,13 +50,16 @@ static void exchange(size_t len, int prepost, uint64_t seed)
  * whole at once, with no request) and of those that have none. At 8 ranks
  * dist 3 makes the first 0-byte send the first message on its connection
  * (nothing before this touched ranks 3 apart), which a transport with no
- * short tier must not be handed as one. */
+ * short tier must not be handed as one. Past the eager limit a blocking
+ * send must not go as the short tier even where that tier is longer
+ * (tcp's 4 KiB with XDEV_EAGER_LIMIT=1000): the receiver would take an
+ * eager message over its sender's limit for a broken peer. */
 static void blocking(size_t len, uint64_t seed)
 {
     h_phase("sizes: %zu bytes, blocking send and receive", len);
     int dist = h_size > 4 ? 3 : 1;
     int to = (h_rank + dist) % h_size, from = (h_rank + h_size - dist) % h_size;
-    unsigned char sb[8], rb[8 + SLACK];
+    unsigned char *sb = h_malloc(len + 1), *rb = h_malloc(len + SLACK);
     xdev_status_t st;
     char what[64];
     snprintf(what, sizeof what, "%zu-byte blocking send", len);
@@ -64,11 +68,12 @@ static void blocking(size_t len, uint64_t seed)
         if ((h_rank % 2 == 0) == (turn == 0)) {
             CHECK_RC(xdev_send(h_dev, sb, len, to, TAG, CTX_SIZES));
         } else {
-            CHECK_RC(xdev_recv(h_dev, rb, sizeof rb, from, TAG, CTX_SIZES, &st));
+            CHECK_RC(xdev_recv(h_dev, rb, len + SLACK, from, TAG, CTX_SIZES, &st));
             CHECK_STATUS(&st, from, TAG, CTX_SIZES, XDEV_OK, len, what);
             CHECK_DATA(rb, len, seed, from, what);
         }
     }
+    free(sb), free(rb);
     h_barrier();
 }
 
@@ -143,6 +148,8 @@ void case_sizes(void)
     blocking(0, 300);
     blocking(1, 301);
     blocking(8, 302);
+    blocking(h_eager, 303);
+    blocking(h_eager + 1, 304);
     h_barrier();
     if (h_size == 2)
         huge();
