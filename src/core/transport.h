@@ -235,9 +235,9 @@ typedef struct xdev_tp_ops {
     int (*send)(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
     /* Optional: the largest payload XDEV_TX_NOW may take, once open (one
      * ring record, one inline or buffered work request, one fi_inject, one
-     * socket write and a copy of what it left); larger ones the core sends
-     * only as XDEV_TX_QUEUE. Without it the transport has no short tier
-     * and is never asked for XDEV_TX_NOW. */
+     * socket write and a copy of what it left); larger ones, and any past
+     * the eager limit, the core sends only as XDEV_TX_QUEUE. Without it
+     * the transport has no short tier and is never asked for XDEV_TX_NOW. */
     size_t (*short_max)(xdev_tp_t *tp);
     /* Deliver arrived messages and finish queued sends; wait up to
      * timeout_ms for something to happen. */
