@@ -22,6 +22,8 @@ typedef struct fuzz_core {
     xdev_t *dev;
     xdev_request_t recv[FUZZ_NRECV + 1];
     uint8_t *buf[FUZZ_NRECV + 1];
+    bool was_waiting;        /* a receive waited at the last step's end */
+    uint64_t *awaited_upto;  /* per peer: its stream read while one waited */
 } fuzz_core_t;
 
 /* A device of `size` ranks, this one `rank`, every peer served by (ops,
@@ -37,9 +39,18 @@ void fuzz_core_open(fuzz_core_t *fc, int rank, int size, const xdev_tp_ops_t *op
  * input could make happen otherwise. Once per device. */
 void fuzz_core_catch_up(fuzz_core_t *fc);
 
+/* Call after each step of the transport (a progress call, a poll, one
+ * event): the core may buffer past its unexpected-memory bound only to
+ * reach what a waiting receive needs (stream_awaited), so what a peer sent
+ * after the last step in which one waited is held to the bound. Nothing
+ * starts to wait within a step: receives are posted between them. */
+void fuzz_core_step(fuzz_core_t *fc);
+
 /* Abort unless the core holds only what `received` bytes from outside
  * could have carried: no receive completed with more bytes than its buffer
- * or than came in, and no eager message buffered longer than that. */
+ * or than came in, no eager message buffered longer than that, and what
+ * arrived after the last step in which a receive waited is within the
+ * bound. */
 void fuzz_core_check(const fuzz_core_t *fc, size_t received);
 
 /* Free the device (its transports are the caller's). */

@@ -257,10 +257,12 @@ static xdev_tp_t *tp_with_peer(void)
 
 /* Progress while records can still complete or the transport has
  * arrivals to deliver or buffers to repost. */
-static void run(xdev_tp_t *tp)
+static void run(xdev_tp_t *tp, fuzz_core_t *fc)
 {
-    while (can_complete() || tp->service || tp->nrepost)
+    while (can_complete() || tp->service || tp->nrepost) {
         xdev_ibv_ops.progress(tp, 0);
+        fuzz_core_step(fc);
+    }
 }
 
 static void mark(bool *seen, uint32_t idx)
@@ -306,9 +308,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tp->dev = fc.dev;
     ibv_peer_t *p = &tp->peers[PEER];
 
-    run(tp);
+    run(tp, &fc);
     fuzz_core_catch_up(&fc);
-    run(tp);
+    run(tp, &fc);
 
     bool dead = p->state == PEER_DEAD;
     FUZZ_CHECK(dead == fc.dev->peers[PEER].dead && dead == dev.qp_error);

@@ -156,10 +156,12 @@ static xdev_tp_t *tp_with_peer(void)
 }
 
 /* Progress while frames can still land or the transport has work left. */
-static void run(xdev_tp_t *tp)
+static void run(xdev_tp_t *tp, fuzz_core_t *fc)
 {
-    for (int i = 0; i < 64 && (can_land() || tp->service || tp->unposted); i++)
+    for (int i = 0; i < 64 && (can_land() || tp->service || tp->unposted); i++) {
         xdev_ofi_ops.progress(tp, 0);
+        fuzz_core_step(fc);
+    }
 }
 
 static void mark(bool *seen, const xdev_tp_t *tp, const ofi_rxbuf_t *b)
@@ -205,9 +207,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_core_open(&fc, ME, 2, &xdev_ofi_ops, tp);
     tp->dev = fc.dev;
 
-    run(tp);
+    run(tp, &fc);
     fuzz_core_catch_up(&fc);
-    run(tp);
+    run(tp, &fc);
 
     FUZZ_CHECK(p->failed == fc.dev->peers[PEER].dead);
     check_buffers(tp, p);

@@ -70,8 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_core_open(&fc, ME, 2, &xdev_shm_ops, tp);
     tp->dev = fc.dev;
 
-    for (int i = 0; i < 8 && !p->failed && p->in.state != XDEV_RXMSG_DEFERRED; i++)
+    for (int i = 0; i < 8 && !p->failed && p->in.state != XDEV_RXMSG_DEFERRED; i++) {
         shm_rx_poll(tp, p);
+        fuzz_core_step(&fc);
+    }
 
     FUZZ_CHECK(p->rx.head % SHM_LINE == 0);
     FUZZ_CHECK(atomic_load(&p->rx.ctl->head) == p->rx.head);

@@ -20,6 +20,12 @@
 
 enum { ME = 0, PEER = 1 };
 
+/* The input goes in in pieces of this many bytes, each read at once: the
+ * core's bound is checked against how far the stream was read while a
+ * receive waited (fuzz_core_step), and one read of the whole input would
+ * say only "all of it". */
+enum { FEED = 256 };
+
 static xdev_tp_t *tp_with_open_conn(int fd)
 {
     xdev_tp_t *tp = calloc(1, sizeof *tp);
@@ -57,14 +63,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     size_t sent = 0;
     while (sent < size) {
-        ssize_t n = write(sv[1], data + sent, size - sent);
+        ssize_t n = write(sv[1], data + sent, size - sent < FEED ? size - sent : FEED);
         if (n <= 0)
             break; /* the socket is full: what went in is the input */
         sent += (size_t)n;
+        if (tp->peers[PEER].conn == c && c->rx_phase != RX_PAUSED) {
+            tcp_conn_event(tp, c, EPOLLIN);
+            fuzz_core_step(&fc);
+        }
     }
     shutdown(sv[1], SHUT_WR);
-    for (int i = 0; i < 64 && tp->peers[PEER].conn == c && c->rx_phase != RX_PAUSED; i++)
+    for (int i = 0; i < 64 && tp->peers[PEER].conn == c && c->rx_phase != RX_PAUSED; i++) {
         tcp_conn_event(tp, c, EPOLLIN);
+        fuzz_core_step(&fc);
+    }
 
     if (tp->peers[PEER].conn == c)
         FUZZ_CHECK(c->rx_phase == RX_PAUSED);
