@@ -27,7 +27,7 @@ static int alltoallv_linear(xdev_coll_group_t *g, const void *sbuf, const size_t
         rc = coll_isend(g, coll_cat(sbuf, sd[dst]), sc[dst], dst, PH_DATA);
     }
     coll_copy(coll_at(rbuf, rd[r]), coll_cat(sbuf, sd[r]), sc[r]);
-    return rc ? rc : coll_waitall(g);
+    return rc ? rc : coll_waitall_from_all(g);
 }
 
 static int alltoallv_pairwise(xdev_coll_group_t *g, const void *sbuf, const size_t *sc,

@@ -162,11 +162,20 @@ static void nap(void)
     nanosleep(&(struct timespec){.tv_nsec = NAP_NS}, NULL);
 }
 
-int coll_waitall(xdev_coll_group_t *g)
+/* Wait for the call's requests. from_all: every other member sends to
+ * this one (an exchange). When ranks outnumber cores (no spin), whichever
+ * member the scheduler runs instead then has work for us, so an idle
+ * member yields at once: 8 ranks on 2 cores, 8-byte alltoall, allgather
+ * and allreduce back to back took 0.90-0.92 of the time. Below a root a
+ * yield hands the core to a sibling as likely as to the root, and there
+ * yielding at once made 8-byte gather, scatter and reduce at 8 ranks
+ * 1.1-3.6 times slower back to back, so it waits CLOCK_EVERY idle polls. */
+static int waitall(xdev_coll_group_t *g, bool from_all)
 {
+    bool yield_at_once = from_all && g->cfg.spin_ns == 0;
     int spins = 0;
     long idle_since = 0;
-    bool backing_off = false;
+    bool backing_off = yield_at_once;
     int first_error = XDEV_OK;
     if (g->watch_due) {
         g->watch_due = 0;
@@ -201,7 +210,7 @@ int coll_waitall(xdev_coll_group_t *g)
         if (progressed) {
             spins = 0;
             idle_since = 0;
-            backing_off = false;
+            backing_off = yield_at_once;
         } else if (++spins > 1 && (backing_off || spins % CLOCK_EVERY == 0)) {
             long t = now_ns();
             if (!idle_since) idle_since = t;
@@ -213,6 +222,16 @@ int coll_waitall(xdev_coll_group_t *g)
         }
     }
     return XDEV_OK;
+}
+
+int coll_waitall(xdev_coll_group_t *g)
+{
+    return waitall(g, false);
+}
+
+int coll_waitall_from_all(xdev_coll_group_t *g)
+{
+    return waitall(g, true);
 }
 
 int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
@@ -231,5 +250,5 @@ int coll_exchange_all(xdev_coll_group_t *g, const void *sbuf, size_t len, void *
         if (q != r) rc = coll_irecv(g, coll_at(rbuf, (size_t)q * len), len, q, phase);
     for (int i = 1; i < p && !rc; i++) /* each to a different member first */
         rc = coll_isend(g, sbuf, len, (r + i) % p, phase);
-    return rc ? rc : coll_waitall(g);
+    return rc ? rc : coll_waitall_from_all(g);
 }
