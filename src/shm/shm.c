@@ -69,6 +69,7 @@ static int read_options(xdev_tp_t *tp, size_t *ring)
             *ring *= 2;
     }
     tp->cma_mode = push ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
+    tp->cpus_enough = tp->npeers < sysconf(_SC_NPROCESSORS_ONLN);
     return XDEV_OK;
 }
 
@@ -216,14 +217,21 @@ static void shm_watch(xdev_tp_t *tp, int peer)
 
 /* Large messages move with one copy, process_vm_readv by the receiver (or
  * process_vm_writev by the sender), where the kernel lets us; so do
- * long ones while the receiver finds them slow through the ring. */
+ * long ones while the receiver finds them slow through the ring, except,
+ * where this host's ranks outnumber its CPUs, those that fit in half the
+ * ring. There a stream is slow because one end waits for a CPU, which a
+ * single copy does not cure: it makes the sender wait for the receiver as
+ * well, where a message the ring holds leaves the sender free at once.
+ * (A longer one holds the sender up either way, and a root's members
+ * pulling their own messages at once beat it pushing them all.) */
 static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
     bool single = len >= tp->cma_min;
-    if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX)
+    if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX &&
+        (tp->cpus_enough || len > p->tx.size / 2))
         single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);
     return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }
