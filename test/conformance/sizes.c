@@ -52,8 +52,9 @@ static void exchange(size_t len, int prepost, uint64_t seed)
  * (nothing before this touched ranks 3 apart), which a transport with no
  * short tier must not be handed as one. Past the eager limit a blocking
  * send must not go as the short tier even where that tier is longer
- * (tcp's 4 KiB with XDEV_EAGER_LIMIT=1000): the receiver would take an
- * eager message over its sender's limit for a broken peer. */
+ * (tcp's 4 KiB with XDEV_EAGER_LIMIT=1000): the receiver takes an eager
+ * message longer than its sender's limit as a protocol error and fails
+ * that peer (XDEV_ERR_PEER). */
 static void blocking(size_t len, uint64_t seed)
 {
     h_phase("sizes: %zu bytes, blocking send and receive", len);
