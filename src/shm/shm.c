@@ -69,7 +69,6 @@ static int read_options(xdev_tp_t *tp, size_t *ring)
             *ring *= 2;
     }
     tp->cma_mode = push ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
-    tp->cpus_enough = tp->npeers < sysconf(_SC_NPROCESSORS_ONLN);
     return XDEV_OK;
 }
 
@@ -352,6 +351,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     tp->eager_limit = params->eager_limit;
     for (int r = 0; r < params->size; r++)
         tp->npeers += params->serve[r] && r != params->rank;
+    tp->cpus_enough = tp->npeers < sysconf(_SC_NPROCESSORS_ONLN);
     tp->by_rank = calloc((size_t)(unsigned)params->size, sizeof *tp->by_rank);
     tp->peers = calloc((size_t)tp->npeers + 1, sizeof *tp->peers);
     tp->pidfds = calloc((size_t)tp->npeers + 1, sizeof *tp->pidfds);
