@@ -134,7 +134,8 @@ struct xdev_tp {
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
-    bool cpus_enough;     /* this host's ranks fit its CPUs (shm_rndz_mode) */
+    bool cpus_enough;     /* this host's ranks fit its CPUs (shm_rndz_mode,
+                           * the rings' start_over_behind) */
     unsigned copies;      /* single copies queued, all peers */
     int cma_mode;         /* XDEV_RNDZ_READ (receiver pulls) or _WRITE (sender pushes) */
     unsigned polls;

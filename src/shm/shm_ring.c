@@ -75,8 +75,10 @@ static void pad_to_end(shm_txring_t *r)
 }
 
 /* Called as a message of len payload bytes begins: only then can a
- * filler record go in. */
-static void start_over_if_empty(shm_txring_t *r, size_t len)
+ * filler record go in. Unread records are at most half of `off` (the
+ * filler's offset), which is at least SHM_HOT_BYTES, so the next lap's
+ * first lines, cleared by the filler's publishing, have all been read. */
+static void start_over_if_read(shm_txring_t *r, size_t len)
 {
     if (len > SHM_HOT_MSG_MAX) /* a lap past its end */
         r->walk_until = r->tail + len + r->size;
@@ -85,7 +87,8 @@ static void start_over_if_empty(shm_txring_t *r, size_t len)
         return;
     r->empty_check_at = r->tail + SHM_EMPTY_CHECK_EVERY;
     r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
-    if (r->head_seen == r->tail)
+    uint64_t unread = r->tail - r->head_seen;
+    if (unread == 0 || (r->start_over_behind && unread <= off / 2))
         pad_to_end(r);
 }
 
@@ -93,7 +96,7 @@ static void start_over_if_empty(shm_txring_t *r, size_t len)
  * it now. Every message begins here. */
 bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
 {
-    start_over_if_empty(r, op->payload_len);
+    start_over_if_read(r, op->payload_len);
     size_t body = 8 + (size_t)op->head_len + op->payload_len;
     uint64_t need = shm_rec_size(body);
     if (op->payload_len > r->frag_max || shm_tx_room(r, need) < need)

@@ -213,6 +213,7 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
     p->tx.zeroed = h->ring_bytes; /* a new segment is all zeros */
     prefault(p->tx.data, h->ring_bytes);
     shm_ring_set_frags(&p->tx);
+    p->tx.start_over_behind = tp->cpus_enough;
     p->pid = h->owner_pid;
     p->pidfd = xdev_pidfd_open(p->pid);
     p->cma_probe = h->self_addr;

@@ -13,7 +13,9 @@
  *     handed back in order;
  *   - a ring the reader keeps empty starts over at the front past
  *     SHM_HOT_BYTES, one that holds unread records does not, nor one that
- *     carried a long message within its last lap;
+ *     carried a long message within its last lap; where the ranks fit the
+ *     CPUs, one whose reader stays a few messages behind does too, but
+ *     not one whose reader is further behind than half the offset;
  *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
  *     fragments and grow longer ones in between;
  *   - the first message is held until the reader shows it reads, and
@@ -349,6 +351,67 @@ static void run_start_over(void)
      * far past SHM_HOT_BYTES, with no filler to start over under the
      * reader. */
     uint64_t from = l.peer.tx.tail & l.peer.tx.mask, bytes = 0;
+    for (int i = sent; i < NMSG; i++) {
+        int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
+        CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
+        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+        bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
+    }
+    uint64_t to = l.peer.tx.tail & l.peer.tx.mask;
+    CHECK(to == from + bytes && to > reach, "unread records went from byte %llu to %llu, not %llu",
+          (unsigned long long)from, (unsigned long long)to, (unsigned long long)(from + bytes));
+    sent = NMSG;
+    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
+        pump(&l, sent, 0);
+    check_all_arrived(&l, ring, 1);
+    free_msgs();
+    loop_free(&l);
+}
+
+/* With start_over_behind, a ring whose reader stays a few messages behind
+ * starts over at the front all the same (without it, run_start_over shows,
+ * such a ring is walked to its end); a reader stopped further behind than
+ * half the writer's offset is not started over on; no message is lost or
+ * damaged either way. Every message is unexpected, so each poll reads
+ * one: the reader stays exactly LAG messages behind. */
+static void run_start_over_behind(void)
+{
+    enum { LAG = 20 };
+    const size_t ring = 8 * SHM_HOT_BYTES;
+    const uint64_t reach = SHM_HOT_BYTES + shm_rec_size(16 + XDEV_HEAD_MAX + 200);
+    loop_t l;
+    loop_init(&l, ring, true);
+    l.peer.tx.start_over_behind = true;
+    make_msgs(ring, pick_small, false);
+    for (int i = 0; i < NMSG; i++)
+        msgs[i].unexpected = true;
+    int sent = pump(&l, 0, LAG + 1), spins = 0;
+    uint64_t furthest = 0;
+    while (sent < NMSG / 2 && spins++ < 1000 * 1000) {
+        CHECK(sent - next_rx == LAG, "the reader is %d messages behind, not %d", sent - next_rx,
+              LAG);
+        sent = pump(&l, sent, 1);
+        uint64_t end = ((l.peer.tx.tail - 1) & l.peer.tx.mask) + 1;
+        furthest = end > furthest ? end : furthest;
+    }
+    CHECK(furthest <= reach,
+          "a ring %d messages behind was written up to byte %llu, not started over by %llu", LAG,
+          (unsigned long long)furthest, (unsigned long long)reach);
+    CHECK(l.peer.tx.tail > ring, "%llu bytes written: too few to test starting over",
+          (unsigned long long)l.peer.tx.tail);
+    /* The reader catches up and keeps up until the writer is early in its
+     * area, then stops: more is unread at every later look than half the
+     * writer's offset, so each record must follow the one before. */
+    while (next_rx < sent && spins++ < 2000 * 1000)
+        pump(&l, sent, 0);
+    uint64_t from;
+    while (((from = l.peer.tx.tail & l.peer.tx.mask) < SHM_HOT_BYTES / 8 ||
+            from >= SHM_HOT_BYTES / 2) &&
+           sent < NMSG / 2 + 500 && spins++ < 2000 * 1000)
+        sent = pump(&l, sent, 1);
+    CHECK(from >= SHM_HOT_BYTES / 8 && from < SHM_HOT_BYTES / 2 && next_rx == sent,
+          "the writer at byte %llu, %d of %d read", (unsigned long long)from, next_rx, sent);
+    uint64_t bytes = 0;
     for (int i = sent; i < NMSG; i++) {
         int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
         CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
@@ -875,6 +938,7 @@ int main(int argc, char **argv)
         for (size_t b = 0; b < 3; b++)
             run_traffic(rings[r], bursts[b]);
     run_start_over();
+    run_start_over_behind();
     run_walk_after_long();
     run_long_fragments();
     run_stream_verdict();
