@@ -325,6 +325,26 @@ static size_t pick_small(size_t ring)
     return rnd() % 200;
 }
 
+/* The messages from `sent` on, written while the reader reads nothing:
+ * each record must follow the one before (no filler to start over under
+ * the reader), on past `reach`. Then all are read, and checked. */
+static void send_rest_unread(loop_t *l, int sent, uint64_t reach)
+{
+    uint64_t from = l->peer.tx.tail & l->peer.tx.mask, bytes = 0;
+    for (int i = sent; i < NMSG; i++) {
+        int rc = shm_send(&l->tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
+        CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
+        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+        bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
+    }
+    uint64_t to = l->peer.tx.tail & l->peer.tx.mask;
+    CHECK(to == from + bytes && to > reach, "unread records went from byte %llu to %llu, not %llu",
+          (unsigned long long)from, (unsigned long long)to, (unsigned long long)(from + bytes));
+    for (int spins = 0; next_rx < NMSG && !l->peer.failed && spins < 2000 * 1000; spins++)
+        pump(l, NMSG, 0);
+    check_all_arrived(l, l->peer.tx.size, 1);
+}
+
 /* A ring its reader keeps empty starts over at the front once the writer
  * is past SHM_HOT_BYTES; one that still holds records does not, and no
  * message is lost or damaged either way. */
@@ -347,23 +367,7 @@ static void run_start_over(void)
           (unsigned long long)furthest, (unsigned long long)reach);
     CHECK(l.peer.tx.tail > ring, "%llu bytes written: too few to test starting over",
           (unsigned long long)l.peer.tx.tail);
-    /* The rest written unread: each record must follow the one before,
-     * far past SHM_HOT_BYTES, with no filler to start over under the
-     * reader. */
-    uint64_t from = l.peer.tx.tail & l.peer.tx.mask, bytes = 0;
-    for (int i = sent; i < NMSG; i++) {
-        int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
-        CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
-        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-        bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
-    }
-    uint64_t to = l.peer.tx.tail & l.peer.tx.mask;
-    CHECK(to == from + bytes && to > reach, "unread records went from byte %llu to %llu, not %llu",
-          (unsigned long long)from, (unsigned long long)to, (unsigned long long)(from + bytes));
-    sent = NMSG;
-    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
-        pump(&l, sent, 0);
-    check_all_arrived(&l, ring, 1);
+    send_rest_unread(&l, sent, reach); /* holding records: no starting over */
     free_msgs();
     loop_free(&l);
 }
@@ -411,20 +415,7 @@ static void run_start_over_behind(void)
         sent = pump(&l, sent, 1);
     CHECK(from >= SHM_HOT_BYTES / 8 && from < SHM_HOT_BYTES / 2 && next_rx == sent,
           "the writer at byte %llu, %d of %d read", (unsigned long long)from, next_rx, sent);
-    uint64_t bytes = 0;
-    for (int i = sent; i < NMSG; i++) {
-        int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
-        CHECK(rc == 1, "message %d did not fit the ring at once (%d)", i, rc);
-        xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
-        bytes += shm_rec_size(16 + msgs[i].op.head_len + msgs[i].len - 8);
-    }
-    uint64_t to = l.peer.tx.tail & l.peer.tx.mask;
-    CHECK(to == from + bytes && to > reach, "unread records went from byte %llu to %llu, not %llu",
-          (unsigned long long)from, (unsigned long long)to, (unsigned long long)(from + bytes));
-    sent = NMSG;
-    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
-        pump(&l, sent, 0);
-    check_all_arrived(&l, ring, 1);
+    send_rest_unread(&l, sent, reach);
     free_msgs();
     loop_free(&l);
 }
