@@ -34,7 +34,7 @@
  * The consumer publishes how far it has read in ctl->head (release, after
  * copying records out); the producer reads it (acquire) only when its
  * cached copy says the ring is full, and past SHM_HOT_BYTES once every
- * SHM_EMPTY_CHECK_EVERY bytes (below). Nothing else is shared on the fast
+ * SHM_HEAD_CHECK_EVERY bytes (below). Nothing else is shared on the fast
  * path: one copy in, one release store; one acquire load, one copy out,
  * one release store (for unexpected messages, one now and then: below).
  * Each half of the ctl block is written by one process only, and the
@@ -98,13 +98,13 @@
 #define SHM_ZERO_HIGH 2048   /* ... up to this far ahead (small batches: a
                               * burst of clearing stores must not fill the
                               * store buffer) */
-/* Where an empty ring starts over (above), and how often a producer past
- * that point reads the consumer's head to see whether it is empty: the
+/* Where a ring may start over (above), and how often a producer past
+ * that point reads the consumer's head to see whether it may: the
  * head's line is written by the consumer for every record, so reading it
  * is a miss. 8-byte ping-pong here: 0.36-0.40 us with 16 or 64 KiB, 0.55-
  * 0.67 us walking a 1 MiB ring; 128 KiB is already slower. */
 #define SHM_HOT_BYTES (64 * 1024)
-#define SHM_EMPTY_CHECK_EVERY (4 * 1024)
+#define SHM_HEAD_CHECK_EVERY (4 * 1024)
 #define SHM_HOT_MSG_MAX 1024
 #define SHM_PUBLISH_MAX (16 * 1024) /* publish_every: an eighth of the ring, at most this */
 
@@ -133,7 +133,8 @@ typedef struct shm_txring {
     uint64_t tail;      /* bytes written (absolute) */
     uint64_t head_seen; /* the consumer's head when last read */
     uint64_t zeroed;    /* each line in [tail, zeroed) starts with a 0 word */
-    uint64_t empty_check_at; /* tail at which to look again whether the ring is empty */
+    uint64_t head_check_at; /* tail at which to read the head again: is the
+                             * ring empty, or read far enough to start over? */
     uint64_t walk_until; /* tail below which it does not start over: a lap
                           * past the end of the last long message */
     bool start_over_behind; /* and not only when the ring is empty (above) */
