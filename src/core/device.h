@@ -172,6 +172,7 @@ typedef struct peer {
     struct xreq *held;
     uint32_t claimed_offers; /* claimed rendezvous offers whose data is
                               * neither received nor fetched */
+    uint32_t posted;    /* posted receives that name it as their source */
 } peer_t;
 
 #define XDEV_MAX_TRANSPORTS 2

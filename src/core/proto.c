@@ -296,6 +296,15 @@ static xreq_t *req_of_mnode(xdev_mnode_t *n)
     return n ? (xreq_t *)(void *)((char *)n - offsetof(xreq_t, mnode)) : NULL;
 }
 
+/* r leaves the posted receives (taken, failed or cancelled). */
+static void posted_drop(xdev_t *d, xreq_t *r)
+{
+    xdev_mtable_remove(&d->posted, &r->mnode);
+    d->posted_wild[wild_kind(r->peer, r->tag)]--;
+    if (r->peer != XDEV_ANY_SOURCE)
+        d->peers[r->peer].posted--;
+}
+
 /* r, or an earlier-posted wildcard receive that matches (src, tag, ctx). */
 static xreq_t *earliest_wild(xdev_t *d, xreq_t *r, int src, int tag, int ctx)
 {
@@ -319,10 +328,8 @@ static XDEV_HOT xreq_t *posted_take(xdev_t *d, int src, int tag, int ctx)
     /* Usually no wildcard receive is posted: nothing to compare with. */
     if (d->posted_wild[1] | d->posted_wild[2] | d->posted_wild[3])
         r = earliest_wild(d, r, src, tag, ctx);
-    if (r) {
-        xdev_mtable_remove(&d->posted, &r->mnode);
-        d->posted_wild[wild_kind(r->peer, r->tag)]--;
-    }
+    if (r)
+        posted_drop(d, r);
     return r;
 }
 
@@ -768,6 +775,8 @@ XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
     r->seq = ++d->post_seq;
     r->phase = PH_RECV_POSTED;
     d->posted_wild[wild_kind(r->peer, r->tag)]++;
+    if (r->peer != XDEV_ANY_SOURCE)
+        d->peers[r->peer].posted++;
     if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
         peer_ops(d, r->peer)->watch(peer_tp(d, r->peer), r->peer);
     stream_restart(d, r->peer);
@@ -1106,6 +1115,11 @@ void xdev_core_peer_eager_limit(xdev_t *d, int peer, size_t limit)
     d->peers[peer].eager_limit = limit;
 }
 
+bool xdev_core_posted_from(const xdev_t *d, int peer)
+{
+    return d->peers[peer].posted != 0;
+}
+
 /* Does r still wait for something from `peer`? */
 static bool waits_on(const xreq_t *r, int peer)
 {
@@ -1185,16 +1199,14 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     for (uint32_t i = 0; i < d->nslots; i++) {
         xreq_t *r = d->slots[i].req;
         if (r && wildcards && r->phase == PH_RECV_POSTED && r->peer == XDEV_ANY_SOURCE) {
-            xdev_mtable_remove(&d->posted, &r->mnode);
-            d->posted_wild[wild_kind(r->peer, r->tag)]--;
+            posted_drop(d, r);
             req_complete(d, r, XDEV_ERR_PEER_PENDING);
             continue;
         }
         if (!r || !waits_on(r, peer))
             continue;
         if (r->phase == PH_RECV_POSTED) {
-            xdev_mtable_remove(&d->posted, &r->mnode);
-            d->posted_wild[wild_kind(r->peer, r->tag)]--;
+            posted_drop(d, r);
         } else if (r->kind == REQ_RECV) {
             r->status.count = 0;
         }
@@ -1309,8 +1321,7 @@ void proto_drop(xdev_t *d, uxmsg_t *e)
 int proto_cancel(xdev_t *d, xreq_t *r)
 {
     if (r->phase == PH_RECV_POSTED) {
-        xdev_mtable_remove(&d->posted, &r->mnode);
-        d->posted_wild[wild_kind(r->peer, r->tag)]--;
+        posted_drop(d, r);
         r->status.count = 0;
         req_complete(d, r, XDEV_ERR_CANCELED);
         return XDEV_OK;

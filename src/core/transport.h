@@ -312,6 +312,10 @@ void xdev_core_tx_fail_all(xdev_t *dev, xdev_txop_t *list);
 void xdev_core_peer_failed(xdev_t *dev, int peer);
 /* The peer announced the largest eager message it will send. */
 void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit);
+/* Is a receive posted that names peer as its source? A transport that
+ * has just delivered a short message from it may read on into the next
+ * only then, so that the next does not arrive before its receive. */
+bool xdev_core_posted_from(const xdev_t *dev, int peer);
 /* Bytes of a message moved (written, or read into place) that may not
  * have finished anything: a waiter keeps polling rather than backing off
  * while one long message streams. */

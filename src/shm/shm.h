@@ -47,7 +47,8 @@
 #define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
 #define SHM_RX_STOP_MAX 1024 /* a poll stops after a taken message this short
-                              * unless a backlog waits (shm_rx.c) */
+                              * unless another receive names its sender
+                              * (shm_rx.c) */
 
 /* The head of a segment. Written by the owner before `magic` is published,
  * then only `mapped` changes. */

@@ -234,17 +234,6 @@ static inline uint64_t shm_rx_peek(shm_rxring_t *r)
     return atomic_load_explicit(shm_ctrl_at(r->data, r->head & r->mask), memory_order_acquire);
 }
 
-/* Are two records or more waiting? The line after a published record is
- * kept clear until the next is published (above), so the second control
- * word is read where the first record ends; a bad first one only makes
- * that a guess. */
-static inline bool shm_rx_two_waiting(shm_rxring_t *r)
-{
-    uint64_t ctrl = shm_rx_peek(r);
-    uint64_t next = r->head + shm_rec_size(ctrl & SHM_REC_BYTES);
-    return ctrl && atomic_load_explicit(shm_ctrl_at(r->data, next & r->mask), memory_order_acquire);
-}
-
 /* Is ctrl a control word the producer could have written here? */
 static inline bool shm_rx_valid(const shm_rxring_t *r, uint64_t ctrl)
 {

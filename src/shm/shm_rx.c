@@ -159,20 +159,20 @@ static bool read_ring(xdev_tp_t *tp, shm_peer_t *p)
          * where it costs nothing and fills it so that the sender waits,
          * rather than in buffers that a lagging receiver would have to
          * allocate (first touches of fresh pages cost 13 us each here).
-         * After a short message a posted receive took, stop too, unless a
-         * backlog (two records or more) waits: the caller sees that
-         * receive done and posts its next before the next message is
+         * After a short message a posted receive took, stop too unless
+         * another receive names this peer (a window): the caller sees
+         * that receive done and posts its next before the next message is
          * read, which then takes the expected path instead of the
          * unexpected one (with libxdev_coll's matching change, 2-rank
-         * 8-byte allreduce 0.45 us against 0.54). A backlog is read on: a
-         * reader that took one message per call let a sender running
-         * ahead keep the ring full, every line a miss (8-byte bcast back
-         * to back 0.06-0.20 us a call, against 0.10). After a longer one,
-         * read on: stopping after each, a stream of 16 KiB messages lost
-         * 7-10% of its bandwidth. */
+         * 8-byte allreduce 0.45 us against 0.54). Reading on wherever two
+         * records or more waited made every other message of a root
+         * running ahead unexpected (2-rank 8-byte bcast back to back 0.099
+         * us a call against 0.066). After a longer one, read on: stopping
+         * after each, a stream of 16 KiB messages lost 7-10% of its
+         * bandwidth. */
         if (p->in.state == XDEV_RXMSG_IDLE &&
             (p->in.rx.unexpected ||
-             (p->in.rx.len <= SHM_RX_STOP_MAX && !shm_rx_two_waiting(&p->rx))))
+             (p->in.rx.len <= SHM_RX_STOP_MAX && !xdev_core_posted_from(tp->dev, p->rank))))
             break;
     }
     return shm_rx_peek(&p->rx) != 0;

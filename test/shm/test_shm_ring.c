@@ -25,7 +25,7 @@
  *     step and an unarmed one never; a consumer that frees room rings an
  *     armed producer;
  *   - after a short message a posted receive took, a poll reads on only
- *     while two records or more wait;
+ *     while another receive names the peer;
  *   - the consumer publishes its head at once after a message a posted
  *     receive took, in batches after unexpected ones while records wait,
  *     and at once when it finds the ring empty or is about to sleep
@@ -64,6 +64,7 @@ typedef struct expect {
     size_t len, dst_len;
     int defer; /* 0 deliver now, 1 defer and resume later */
     bool unexpected; /* the core says no receive was posted: one per poll */
+    bool more_posted; /* once it is taken, another receive names the peer */
     uint8_t *payload, *dst;
     xdev_txop_t op;
 } expect_t;
@@ -139,6 +140,13 @@ void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit)
     (void)dev;
     CHECK(peer == 1, "eager limit told for peer %d", peer);
     told_limit = limit;
+}
+
+bool xdev_core_posted_from(const xdev_t *dev, int peer)
+{
+    (void)dev;
+    CHECK(peer == 1 && next_rx > 0, "posted receives asked for peer %d before a message", peer);
+    return msgs[next_rx - 1].more_posted;
 }
 
 void xdev_core_tx_done(xdev_t *dev, xdev_txop_t *op, int err)
@@ -252,6 +260,7 @@ static void make_msgs(size_t ring, size_t (*pick)(size_t), bool mixed)
         m->dst_len = !mixed || rnd() % 4 ? m->len : (m->len ? rnd() % m->len : 0);
         m->defer = mixed && rnd() % 5 == 0;
         m->unexpected = mixed && rnd() % 3 == 0;
+        m->more_posted = mixed && rnd() % 2 == 0;
         m->payload = malloc(m->len + 1);
         m->dst = malloc(m->dst_len + GUARD);
         for (size_t j = 0; j < m->len; j++)
@@ -743,10 +752,12 @@ static void run_publish(void)
     free_msgs();
     loop_free(&l);
 
-    /* Messages for posted receives: published at once, though more wait
-     * (a poll reads SHM_RX_BUDGET records at most). */
+    /* Messages for a window of posted receives: published at once,
+     * though more wait (a poll reads SHM_RX_BUDGET records at most). */
     loop_init(&l, ring, false);
     make_msgs(ring, pick_tiny, false);
+    for (int i = 0; i < n; i++)
+        msgs[i].more_posted = true;
     l.peer.proven = true;
     send_fitting(&l, 0, n);
     shm_rx_poll(&l.tp, &l.peer);
@@ -763,28 +774,35 @@ static size_t pick_over_stop(size_t ring)
 }
 
 /* After a message of up to SHM_RX_STOP_MAX bytes that a posted receive
- * took, a poll reads on only while two records or more wait: the caller is
- * to see that receive done, and post the next, before the next message is
- * read. */
+ * took, a poll reads on only while another receive names the peer: the
+ * caller is to see that receive done, and post the next, before the next
+ * message is read, however many wait. */
 static void run_stop_after_taken(void)
 {
     const size_t ring = 32768;
     for (int queued = 1; queued <= 4; queued++) {
-        loop_t l;
-        loop_init(&l, ring, false);
-        make_msgs(ring, pick_tiny, false);
-        l.peer.proven = true;
-        send_fitting(&l, 0, queued);
-        /* 1 waiting: read; 2: the first only; 3: two; 4: three */
-        int want = queued == 1 ? 1 : queued - 1;
-        shm_rx_poll(&l.tp, &l.peer);
-        CHECK(next_rx == want, "%d queued: the first poll read %d, want %d", queued, next_rx, want);
-        CHECK(atomic_load(&l.ctl->head) == l.peer.rx.head, "%d queued: taken and not published",
-              queued);
-        shm_rx_poll(&l.tp, &l.peer);
-        CHECK(next_rx == queued, "%d queued: %d read after two polls", queued, next_rx);
-        free_msgs();
-        loop_free(&l);
+        /* posted: receives posted ahead, so that the first `posted`
+         * messages each leave another one naming the peer */
+        for (int posted = 0; posted < queued; posted++) {
+            loop_t l;
+            loop_init(&l, ring, false);
+            make_msgs(ring, pick_tiny, false);
+            for (int i = 0; i < posted; i++)
+                msgs[i].more_posted = true;
+            l.peer.proven = true;
+            send_fitting(&l, 0, queued);
+            int polls = 0;
+            for (int want = posted + 1; want <= queued; want++) {
+                shm_rx_poll(&l.tp, &l.peer);
+                polls++;
+                CHECK(next_rx == want, "%d queued, %d posted ahead: %d polls read %d, want %d",
+                      queued, posted, polls, next_rx, want);
+                CHECK(atomic_load(&l.ctl->head) == l.peer.rx.head,
+                      "%d queued, %d posted ahead: taken and not published", queued, posted);
+            }
+            free_msgs();
+            loop_free(&l);
+        }
     }
     /* Longer messages are read on. */
     loop_t l;

@@ -3,7 +3,8 @@
  * of one whose messages to itself take the path a peer's would (head,
  * matching, eager, rendezvous, synchronous send, deferral under the
  * unexpected limit, truncation, vectors, order), where the core's own
- * shortcut for such messages would skip all of it.
+ * shortcut for such messages would skip all of it; and what the core
+ * tells a transport of the receives posted for a peer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -112,6 +113,30 @@ static void check_deferral(xdev_t *dev)
     CHECK(xdev_unexpected_peak(dev) <= UX_LIMIT);
 }
 
+/* xdev_core_posted_from counts the receives posted that name the peer:
+ * those from any source are not, and one taken by its message, or
+ * cancelled, leaves the count. */
+static void check_posted_from(xdev_t *dev)
+{
+    uint8_t out = 7, in[3];
+    xdev_request_t any, r[2], s;
+    CHECK(!xdev_core_posted_from(dev, 0));
+    CHECK(xdev_irecv(dev, &in[2], 1, XDEV_ANY_SOURCE, 9, 0, &any) == XDEV_OK);
+    CHECK(!xdev_core_posted_from(dev, 0));
+    for (int i = 0; i < 2; i++)
+        CHECK(xdev_irecv(dev, &in[i], 1, 0, 8, 0, &r[i]) == XDEV_OK);
+    CHECK(xdev_core_posted_from(dev, 0));
+    CHECK(xdev_send(dev, &out, 1, 0, 8, 0) == XDEV_OK && xdev_wait(&r[0], NULL) == XDEV_OK);
+    CHECK(xdev_core_posted_from(dev, 0));
+    xdev_status_t st;
+    CHECK(xdev_cancel(&r[1]) == XDEV_OK && xdev_wait(&r[1], &st) == XDEV_OK &&
+          st.error == XDEV_ERR_CANCELED);
+    CHECK(!xdev_core_posted_from(dev, 0));
+    CHECK(xdev_isend(dev, &out, 1, 0, 9, 0, &s) == XDEV_OK && xdev_wait(&any, NULL) == XDEV_OK &&
+          xdev_wait(&s, NULL) == XDEV_OK);
+    CHECK(!xdev_core_posted_from(dev, 0) && in[0] == 7 && in[2] == 7);
+}
+
 int main(void)
 {
     xdev_transport_add(&xdev_loop_ops);
@@ -136,6 +161,7 @@ int main(void)
     check_truncation(dev, 100 * 1024);
     check_vector(dev);
     check_deferral(dev);
+    check_posted_from(dev);
     xdev_stats_t stats;
     CHECK(xdev_stats(dev, &stats) == XDEV_OK && stats.self_msgs == 0 && stats.rendezvous_sent > 0);
     CHECK(xdev_finalize(dev) == XDEV_OK);
