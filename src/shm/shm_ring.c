@@ -80,15 +80,19 @@ static void pad_to_end(shm_txring_t *r)
  * first lines, cleared by the filler's publishing, have all been read. */
 static void start_over_if_read(shm_txring_t *r, size_t len)
 {
-    if (len > SHM_HOT_MSG_MAX) /* a lap past its end */
-        r->walk_until = r->tail + len + r->size;
+    if (len > SHM_BEHIND_MSG_MAX) { /* a lap past its end */
+        r->walk_behind_until = r->tail + len + r->size;
+        if (len > SHM_HOT_MSG_MAX)
+            r->walk_until = r->walk_behind_until;
+    }
     uint64_t off = r->tail & r->mask;
     if (off < SHM_HOT_BYTES || r->tail < r->head_check_at || r->tail < r->walk_until)
         return;
     r->head_check_at = r->tail + SHM_HEAD_CHECK_EVERY;
     r->head_seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
     uint64_t unread = r->tail - r->head_seen;
-    if (unread == 0 || (r->start_over_behind && unread <= off / 2))
+    if (unread == 0 ||
+        (r->start_over_behind && r->tail >= r->walk_behind_until && unread <= off / 2))
         pad_to_end(r);
 }
 
