@@ -431,78 +431,36 @@ static void run_start_over_behind(void)
     loop_free(&l);
 }
 
-/* The first message just too long to start over after, the rest short. */
-static size_t pick_long_first(size_t ring)
+/* The first message first_len bytes, the rest short. */
+static size_t first_len;
+static size_t pick_first_then_short(size_t ring)
 {
     static int picked;
     (void)ring;
-    return picked++ % NMSG ? 150 : SHM_HOT_MSG_MAX + 1;
+    return picked++ % NMSG ? 150 : first_len;
 }
 
-/* A ring its reader keeps empty walks on for a whole lap after a long
- * message, then starts over at the front as before. */
-static void run_walk_after_long(void)
+/* A ring walks on for a whole lap after a message of `first` bytes, then
+ * starts over at the front as before: kept empty by its reader (lag 0)
+ * after one over SHM_HOT_MSG_MAX; with start_over_behind and its reader
+ * `lag` messages behind (every message unexpected: one read a poll)
+ * after one over SHM_BEHIND_MSG_MAX. */
+static void run_walk_after(size_t first, int lag)
 {
     const size_t ring = 2 * SHM_HOT_BYTES;
     const uint64_t reach = SHM_HOT_BYTES + shm_rec_size(16 + XDEV_HEAD_MAX + 150);
     loop_t l;
     loop_init(&l, ring, true);
-    make_msgs(ring, pick_long_first, false);
-    uint64_t furthest_first_lap = 0, furthest_later = 0;
-    int sent = 0, spins = 0;
-    while (sent < NMSG && spins++ < 1000 * 1000) { /* read as written */
-        uint64_t at = l.peer.tx.tail;
-        sent = pump(&l, sent, 1);
-        uint64_t end = ((l.peer.tx.tail - 1) & l.peer.tx.mask) + 1;
-        if (at < ring)
-            furthest_first_lap = end > furthest_first_lap ? end : furthest_first_lap;
-        else if (at >= 2 * ring)
-            furthest_later = end > furthest_later ? end : furthest_later;
-    }
-    CHECK(furthest_first_lap > ring - 1024,
-          "after a long message an empty ring started over by byte %llu, before its lap ended",
-          (unsigned long long)furthest_first_lap);
-    CHECK(l.peer.tx.tail > 2 * ring + SHM_HOT_BYTES, "%llu bytes written: too few to test",
-          (unsigned long long)l.peer.tx.tail);
-    CHECK(furthest_later <= reach,
-          "a lap after the long message an empty ring was written up to byte %llu, not "
-          "started over by %llu",
-          (unsigned long long)furthest_later, (unsigned long long)reach);
-    while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
-        pump(&l, sent, 0);
-    check_all_arrived(&l, ring, 1);
-    free_msgs();
-    loop_free(&l);
-}
-
-/* The first message just too long to start over behind the reader
- * after, the rest short. */
-static size_t pick_mid_first(size_t ring)
-{
-    static int picked;
-    (void)ring;
-    return picked++ % NMSG ? 150 : SHM_BEHIND_MSG_MAX + 1;
-}
-
-/* With start_over_behind, a ring whose reader stays LAG messages behind
- * walks on for a whole lap after a message over SHM_BEHIND_MSG_MAX, then
- * starts over behind its reader as before. */
-static void run_walk_behind_after_mid(void)
-{
-    enum { LAG = 20 };
-    const size_t ring = 2 * SHM_HOT_BYTES;
-    const uint64_t reach = SHM_HOT_BYTES + shm_rec_size(16 + XDEV_HEAD_MAX + 150);
-    loop_t l;
-    loop_init(&l, ring, true);
-    l.peer.tx.start_over_behind = true;
-    make_msgs(ring, pick_mid_first, false);
+    l.peer.tx.start_over_behind = lag > 0;
+    first_len = first;
+    make_msgs(ring, pick_first_then_short, false);
     for (int i = 0; i < NMSG; i++)
-        msgs[i].unexpected = true;
+        msgs[i].unexpected = lag > 0;
     uint64_t furthest_first_lap = 0, furthest_later = 0;
-    int sent = pump(&l, 0, LAG + 1), spins = 0;
+    int sent = lag ? pump(&l, 0, lag + 1) : 0, spins = 0;
     while (sent < NMSG && spins++ < 1000 * 1000) {
-        CHECK(sent - next_rx == LAG, "the reader is %d messages behind, not %d", sent - next_rx,
-              LAG);
+        CHECK(sent - next_rx == lag, "the reader is %d messages behind, not %d", sent - next_rx,
+              lag);
         uint64_t at = l.peer.tx.tail;
         sent = pump(&l, sent, 1);
         uint64_t end = ((l.peer.tx.tail - 1) & l.peer.tx.mask) + 1;
@@ -512,15 +470,15 @@ static void run_walk_behind_after_mid(void)
             furthest_later = end > furthest_later ? end : furthest_later;
     }
     CHECK(furthest_first_lap > ring - 1024,
-          "after a %d-byte message a ring %d messages behind started over by byte %llu, before "
-          "its lap ended",
-          SHM_BEHIND_MSG_MAX + 1, LAG, (unsigned long long)furthest_first_lap);
+          "after a %zu-byte message, a ring %d messages behind started over by byte %llu, "
+          "before its lap ended",
+          first, lag, (unsigned long long)furthest_first_lap);
     CHECK(l.peer.tx.tail > 2 * ring + SHM_HOT_BYTES, "%llu bytes written: too few to test",
           (unsigned long long)l.peer.tx.tail);
     CHECK(furthest_later <= reach,
-          "a lap after it, a ring %d messages behind was written up to byte %llu, not started "
-          "over by %llu",
-          LAG, (unsigned long long)furthest_later, (unsigned long long)reach);
+          "a lap after a %zu-byte message, a ring %d messages behind was written up to byte "
+          "%llu, not started over by %llu",
+          first, lag, (unsigned long long)furthest_later, (unsigned long long)reach);
     while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
         pump(&l, sent, 0);
     check_all_arrived(&l, ring, 1);
@@ -1003,8 +961,8 @@ int main(int argc, char **argv)
             run_traffic(rings[r], bursts[b]);
     run_start_over();
     run_start_over_behind();
-    run_walk_after_long();
-    run_walk_behind_after_mid();
+    run_walk_after(SHM_HOT_MSG_MAX + 1, 0);
+    run_walk_after(SHM_BEHIND_MSG_MAX + 1, 20);
     run_long_fragments();
     run_stream_verdict();
     run_stream_tries();
