@@ -108,7 +108,8 @@ bool shm_ring_push_whole(shm_txring_t *r, xdev_txop_t *op)
     xdev_txop_copy(put_start(shm_tx_body(r), op), op, 0, op->payload_len);
     op->sent = op->head_len + op->payload_len;
     shm_tx_publish(r, SHM_REC_START | body);
-    shm_tx_zero_ahead(r);
+    if (op->payload_len <= SHM_HOT_MSG_MAX) /* (shm_ring.h) */
+        shm_tx_zero_ahead(r);
     return true;
 }
 

@@ -18,6 +18,8 @@
  *     not one whose reader is further behind than half the offset, nor
  *     one that carried a message over SHM_BEHIND_MSG_MAX within its last
  *     lap;
+ *   - the writer clears a batch of lines ahead after a short message,
+ *     and only the line it needs after a whole one over SHM_HOT_MSG_MAX;
  *   - in a 1 MiB ring, messages of 1-3 MiB begin and end with short
  *     fragments and grow longer ones in between;
  *   - the first message is held until the reader shows it reads, and
@@ -481,6 +483,61 @@ static void run_walk_after(size_t first, int lag)
           first, lag, (unsigned long long)furthest_later, (unsigned long long)reach);
     while (next_rx < NMSG && !l.peer.failed && spins++ < 2000 * 1000)
         pump(&l, sent, 0);
+    check_all_arrived(&l, ring, 1);
+    free_msgs();
+    loop_free(&l);
+}
+
+/* Every third message longer than a batch of cleared lines, the rest short. */
+static size_t pick_every_third_long(size_t ring)
+{
+    static int picked;
+    (void)ring;
+    return picked++ % 3 == 1 ? SHM_ZERO_HIGH : 100;
+}
+
+/* After a short message the writer clears a batch of lines ahead; after a
+ * whole one over SHM_HOT_MSG_MAX only the line its record needs cleared
+ * (shm_ring.h). The reader keeps the ring empty, and every message still
+ * arrives whole over the earlier lap's garbage. */
+static void run_zero_ahead(void)
+{
+    const size_t ring = 2 * SHM_HOT_BYTES;
+    loop_t l;
+    loop_init(&l, ring, true);
+    make_msgs(ring, pick_every_third_long, false);
+    shm_txring_t *tx = &l.peer.tx;
+    int whole_long = 0, whole_short = 0;
+    for (int i = 0; i < NMSG; i++) {
+        uint64_t from = tx->tail;
+        int rc = shm_send(&l.tp, 1, &msgs[i].op, XDEV_TX_QUEUE);
+        CHECK(rc == 0 || rc == 1, "send returned %d", rc);
+        if (rc == 1)
+            xdev_core_tx_done(NULL, &msgs[i].op, XDEV_OK);
+        uint64_t ahead = tx->zeroed - tx->tail;
+        uint64_t rec = shm_rec_size(8 + msgs[i].op.head_len + msgs[i].len);
+        /* only a message that went in at once, as one record (not the
+         * first, held until the reader reads, nor one that met the end of
+         * the area) */
+        if (rc != 1 || tx->tail - from != rec || (from & tx->mask) + rec > ring) {
+            pump(&l, NMSG, 0);
+            continue;
+        }
+        if (msgs[i].len > SHM_HOT_MSG_MAX) {
+            whole_long++;
+            CHECK(ahead == SHM_LINE, "%llu bytes cleared ahead after a %zu-byte message",
+                  (unsigned long long)ahead, msgs[i].len);
+        } else {
+            whole_short++;
+            CHECK(ahead >= SHM_ZERO_LOW, "%llu bytes cleared ahead after a %zu-byte message",
+                  (unsigned long long)ahead, msgs[i].len);
+        }
+        pump(&l, NMSG, 0);
+    }
+    CHECK(whole_long > NMSG / 4 && whole_short > NMSG / 2, "%d long and %d short messages whole",
+          whole_long, whole_short);
+    for (int spins = 0; next_rx < NMSG && !l.peer.failed && spins < 1000 * 1000; spins++)
+        pump(&l, NMSG, 0);
     check_all_arrived(&l, ring, 1);
     free_msgs();
     loop_free(&l);
@@ -963,6 +1020,7 @@ int main(int argc, char **argv)
     run_start_over_behind();
     run_walk_after(SHM_HOT_MSG_MAX + 1, 0);
     run_walk_after(SHM_BEHIND_MSG_MAX + 1, 20);
+    run_zero_ahead();
     run_long_fragments();
     run_stream_verdict();
     run_stream_tries();
