@@ -15,6 +15,12 @@
  * dissemination lets members go in no such order, and at 4 ranks on 2
  * cores a bcast's children then often waited a time slice for a root
  * still in the barrier (3.1 us an 8-byte bcast per call, against 0.65).
+ * Every member of the linear barrier waits on all the others (member 0
+ * for their arrivals, the rest for a release that needs every arrival),
+ * so with more ranks than cores each yields at once, as in an exchange:
+ * whichever member runs instead has work to do. Waiting as below a root
+ * instead (32 polls first), it took 4.9-5.2 us at 4 ranks on 2 cores
+ * against 2.9, and 20 at 8 against 8.3.
  */
 #include "coll.h"
 
@@ -32,10 +38,10 @@ static int barrier_linear(xdev_coll_group_t *g)
     if (g->rank != 0)
         return (rc = coll_irecv(g, NULL, 0, 0, PH_DOWN)) || (rc = coll_isend(g, NULL, 0, 0, PH_UP))
                    ? rc
-                   : coll_waitall(g);
+                   : coll_waitall_from_all(g);
     for (int i = 1; i < p; i++)
         if ((rc = coll_irecv(g, NULL, 0, i, PH_UP))) return rc;
-    if ((rc = coll_waitall(g))) return rc;
+    if ((rc = coll_waitall_from_all(g))) return rc;
     for (int i = 1; i < p; i++)
         if ((rc = coll_isend(g, NULL, 0, i, PH_DOWN))) return rc;
     return coll_waitall(g);

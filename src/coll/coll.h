@@ -90,7 +90,9 @@ int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int 
 int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase);
 /* Wait for every posted request of the call, or a failure notice. */
 int coll_waitall(xdev_coll_group_t *g);
-/* The same where every other member sends to this one (see p2p.c). */
+/* The same where this member waits on every other one: each sends to it
+ * (an exchange), or each must arrive before it is let go (a barrier).
+ * See p2p.c. */
 int coll_waitall_from_all(xdev_coll_group_t *g);
 int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
                   size_t rlen, int src, int phase);

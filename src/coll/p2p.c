@@ -162,8 +162,8 @@ static void nap(void)
     nanosleep(&(struct timespec){.tv_nsec = NAP_NS}, NULL);
 }
 
-/* Wait for the call's requests. from_all: every other member sends to
- * this one (an exchange). When ranks outnumber cores (no spin), whichever
+/* Wait for the call's requests. from_all: this member waits on every
+ * other one (an exchange; the linear barrier). When ranks outnumber cores (no spin), whichever
  * member the scheduler runs instead then has work for us, so an idle
  * member yields at once: 8 ranks on 2 cores, 8-byte alltoall, allgather
  * and allreduce back to back took 0.90-0.92 of the time. Below a root a
