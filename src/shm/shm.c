@@ -157,7 +157,7 @@ static void copy_pieces(xdev_tp_t *tp)
         int rc = shm_seg_copy(tp, p->rank, (char *)op->local + p->copied, n,
                               op->remote_addr + p->copied, op->write);
         if (t0 && rc == XDEV_OK)
-            shm_rate_single(p, n, xdev_now_ns() - t0);
+            shm_rate_single(tp, p, n, xdev_now_ns() - t0);
         if (rc == XDEV_OK && (p->copied += n) < op->len)
             continue;
         if (rc == XDEV_OK && !op->write)
@@ -216,21 +216,15 @@ static void shm_watch(xdev_tp_t *tp, int peer)
 
 /* Large messages move with one copy, process_vm_readv by the receiver (or
  * process_vm_writev by the sender), where the kernel lets us; so do
- * long ones while the receiver finds them slow through the ring, except,
- * where this host's ranks outnumber its CPUs, those that fit in half the
- * ring. There a stream is slow because one end waits for a CPU, which a
- * single copy does not cure: it makes the sender wait for the receiver as
- * well, where a message the ring holds leaves the sender free at once.
- * (A longer one holds the sender up either way, and a root's members
- * pulling their own messages at once beat it pushing them all.) */
+ * long ones while the receiver finds them slow through the ring
+ * (shm_verdict.c). */
 static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
 {
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
     bool single = len >= tp->cma_min;
-    if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX &&
-        (tp->cpus_enough || len > p->tx.size / 2))
+    if (!single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX)
         single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);
     return single && shm_seg_cma_works(tp, p) ? tp->cma_mode : XDEV_RNDZ_SEND;
 }

@@ -110,7 +110,8 @@ typedef struct shm_peer {
     xdev_rxmsg_t in;    /* the message being read from it; RESUMED: its
                          * start record is still in the ring */
     size_t rx_skip;     /* start record: framing and head before the payload */
-    uint64_t stream_t0; /* ns: a long message began to stream in then; 0: none */
+    uint64_t stream_t0; /* shm_stream_clock when a long message began to
+                         * stream in; 0: none */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
     uint64_t warm_bytes;  /* of its long streams to us since our last single
@@ -135,7 +136,7 @@ struct xdev_tp {
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
-    bool cpus_enough;     /* this host's ranks fit its CPUs (shm_rndz_mode,
+    bool cpus_enough;     /* this host's ranks fit its CPUs (shm_verdict.c,
                            * the rings' start_over_behind) */
     unsigned copies;      /* single copies queued, all peers */
     int cma_mode;         /* XDEV_RNDZ_READ (receiver pulls) or _WRITE (sender pushes) */
@@ -189,10 +190,12 @@ void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
 
-/* shm_verdict.c. A long stream in from p, or a single copy from it, took
- * ns: average its rate in and give p the verdict. */
-void shm_rate_stream(shm_peer_t *p, uint64_t bytes, uint64_t ns);
-void shm_rate_single(shm_peer_t *p, uint64_t bytes, uint64_t ns);
+/* shm_verdict.c. A long stream in from p, timed from shm_stream_clock, or
+ * a single copy from it, took ns: average its rate in and give p the
+ * verdict. */
+uint64_t shm_stream_clock(const xdev_tp_t *tp);
+void shm_rate_stream(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_t ns);
+void shm_rate_single(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_t ns);
 /* A single copy with p moved a message, so the ring is out of our caches. */
 void shm_copied_once(shm_peer_t *p);
 /* The sender's side: whether to copy the next long rendezvous to p once. */

@@ -35,6 +35,9 @@
  *     and at once when it finds the ring empty or is about to sleep
  *     (every traffic run above has some messages unexpected, so a
  *     producer waiting for room must still get it);
+ *   - the verdict on long streams: against a single copy's rate where
+ *     the ranks fit the CPUs, against twice it, in CPU time, where they
+ *     do not;
  *   - records a broken peer could write (bad control words, a fragment
  *     where a message starts, a start inside a message, unknown types,
  *     more payload than announced, a head cut short) each fail the peer
@@ -215,6 +218,7 @@ static void loop_init(loop_t *l, size_t ring, bool garbage)
     memset(l->seg, 0, sizeof *l->seg);
     l->peer.seg.hdr = l->seg;
     l->tp.fence_free = true;
+    l->tp.cpus_enough = true;
     l->peer.tx = (shm_txring_t){ .data = l->data, .ctl = l->ctl, .size = ring,
                                  .mask = ring - 1, .zeroed = garbage ? SHM_LINE : ring };
     shm_ring_set_frags(&l->peer.tx);
@@ -888,9 +892,9 @@ static void run_stop_after_taken(void)
 }
 
 /* Rates in bytes per us, as the verdict takes them. */
-static void time_stream(shm_peer_t *p, uint64_t rate)
+static void time_stream(loop_t *l, uint64_t rate)
 {
-    shm_rate_stream(p, 1 << 20, (1000u << 20) / rate);
+    shm_rate_stream(&l->tp, &l->peer, 1 << 20, (1000u << 20) / rate);
 }
 
 static bool judged_slow(loop_t *l) { return atomic_load(&l->ctl->slow_streams); }
@@ -908,20 +912,44 @@ static void run_stream_verdict(void)
     loop_init(&l, 4096, false);
     shm_peer_t *p = &l.peer;
     CHECK(!judged_slow(&l), "streams judged slow before any was timed");
-    time_stream(p, 5000); /* the first, cold */
+    time_stream(&l, 5000); /* the first, cold */
     CHECK(!judged_slow(&l), "the first stream, cold, was counted");
-    time_stream(p, 9000);
+    time_stream(&l, 9000);
     CHECK(judged_slow(&l), "a warm stream at 9 GB/s, under the single copy, judged fast");
-    time_stream(p, 30000);
+    time_stream(&l, 30000);
     CHECK(!judged_slow(&l), "warm streams at 9 then 30 GB/s judged slow");
     shm_copied_once(p);
-    time_stream(p, 3000);
+    time_stream(&l, 3000);
     CHECK(!judged_slow(&l), "a stream just after a single copy, cold, was counted");
-    time_stream(p, 3000);
+    time_stream(&l, 3000);
     CHECK(judged_slow(&l), "a warm stream at 3 GB/s after an average of 19.5 judged fast");
     for (int i = 0; i < 40; i++) /* 256 KiB each taking a second */
-        shm_rate_stream(p, 256 << 10, 1000000000);
+        shm_rate_stream(&l.tp, p, 256 << 10, 1000000000);
     CHECK(judged_slow(&l), "streams at 0.26 MB/s judged fast, as if never timed");
+    loop_free(&l);
+}
+
+/* Where the ranks outnumber the CPUs a stream is worth its two copies'
+ * CPU time only above twice a single copy's rate, and the receiver times
+ * it in CPU time, which a wait for a CPU (a sleep here) does not add to. */
+static void run_stream_verdict_cpus_shared(void)
+{
+    loop_t l;
+    loop_init(&l, 4096, false);
+    for (int shared = 0; shared < 2; shared++) {
+        l.tp.cpus_enough = !shared;
+        l.peer.ring_rate = 0;
+        l.peer.warm_bytes = l.peer.rx.size; /* warm */
+        time_stream(&l, 20000); /* between one and two single copies */
+        CHECK(judged_slow(&l) == shared, "a warm stream at 20 GB/s judged %s with %s CPUs",
+              judged_slow(&l) ? "slow" : "fast", shared ? "shared" : "enough");
+        uint64_t t0 = shm_stream_clock(&l.tp);
+        nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        uint64_t waited = shm_stream_clock(&l.tp) - t0;
+        CHECK(shared ? waited < 10 * 1000 * 1000 : waited >= 20 * 1000 * 1000,
+              "a 20 ms sleep took %llu ns of the stream clock with %s CPUs",
+              (unsigned long long)waited, shared ? "shared" : "enough");
+    }
     loop_free(&l);
 }
 
@@ -948,8 +976,8 @@ static void run_stream_tries(void)
     loop_t l;
     loop_init(&l, 4096, false);
     shm_peer_t *p = &l.peer;
-    time_stream(p, 5000);
-    time_stream(p, 5000);
+    time_stream(&l, 5000);
+    time_stream(&l, 5000);
     CHECK(judged_slow(&l), "warm streams at 5 GB/s judged fast");
     int singles = run_of(p, 1024, true, true, 1000);
     CHECK(singles == SHM_ADAPT_RETRY - 1, "%d single copies before the first try, not %d", singles,
@@ -966,19 +994,19 @@ static void run_stream_tries(void)
     uint32_t before = p->ring_rate;
     shm_copied_once(p);
     for (int i = 0; i < 4; i++)
-        shm_rate_stream(p, 1024, 1024 * 1000 / 60000);
+        shm_rate_stream(&l.tp, p, 1024, 1024 * 1000 / 60000);
     CHECK(p->ring_rate == before, "a stream within the lap after a single copy was timed");
-    shm_rate_stream(p, 1024, 1024 * 1000 / 60000);
+    shm_rate_stream(&l.tp, p, 1024, 1024 * 1000 / 60000);
     CHECK(p->ring_rate != before, "the stream after the lap was not timed");
-    time_stream(p, 60000);
-    time_stream(p, 60000);
+    time_stream(&l, 60000);
+    time_stream(&l, 60000);
     CHECK(!judged_slow(&l), "warm streams at 60 GB/s left the verdict slow");
     streams = run_of(p, 1024, false, false, 1000);
     CHECK(streams == 1000, "a single copy that is not timed was tried after %d streams", streams);
     streams = run_of(p, 1024, true, false, 1000);
     CHECK(streams == 0, "a timed single copy was not tried after 1000 streams (%d more)", streams);
     for (int i = 0; i < 4; i++)
-        time_stream(p, 1000);
+        time_stream(&l, 1000);
     CHECK(judged_slow(&l), "warm streams at 1 GB/s left the verdict fast");
     singles = run_of(p, 1024, true, true, 1000);
     CHECK(singles == SHM_ADAPT_RETRY - 1, "after a turn, %d single copies before a try, not %d",
@@ -1023,6 +1051,7 @@ int main(int argc, char **argv)
     run_zero_ahead();
     run_long_fragments();
     run_stream_verdict();
+    run_stream_verdict_cpus_shared();
     run_stream_tries();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
