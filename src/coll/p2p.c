@@ -163,14 +163,15 @@ static void nap(void)
 }
 
 /* Wait for the call's requests. from_all: this member waits on every
- * other one (an exchange; the linear barrier). When ranks outnumber cores (no spin), whichever
- * member the scheduler runs instead then has work for us, so an idle
- * member yields at once: 8 ranks on 2 cores, 8-byte alltoall, allgather
- * and allreduce back to back took 0.90-0.92 of the time. Below a root a
- * yield hands the core to a sibling as likely as to the root, and there
- * yielding at once made 8-byte gather, scatter and reduce at 8 ranks
- * 1.1-3.6 times slower back to back, so there the first yield waits for
- * the second clock read, 2 * CLOCK_EVERY idle polls in. */
+ * other one (an exchange; the linear barrier). When ranks outnumber
+ * cores (no spin), whichever member the scheduler runs instead then has
+ * work for us, so an idle member yields at once: 8 ranks on 2 cores,
+ * 8-byte alltoall, allgather and allreduce back to back took 0.90-0.92 of
+ * the time. Below a root a yield hands the core to a sibling as likely
+ * as to the root, and there yielding at once made 8-byte gather, scatter
+ * and reduce at 8 ranks 1.1-3.6 times slower back to back, so there the
+ * first yield waits for the second clock read, 2 * CLOCK_EVERY idle polls
+ * in. */
 static int waitall(xdev_coll_group_t *g, bool from_all)
 {
     bool yield_at_once = from_all && g->cfg.spin_ns == 0;
