@@ -775,6 +775,18 @@ static void send_fitting(loop_t *l, int from, int to)
     }
 }
 
+/* A fresh ring holding `sent` tiny messages, the first `posted` of which
+ * each leave another receive naming the peer once taken. */
+static void send_posted(loop_t *l, size_t ring, int posted, int sent)
+{
+    loop_init(l, ring, false);
+    make_msgs(ring, pick_tiny, false);
+    for (int i = 0; i < posted; i++)
+        msgs[i].more_posted = true;
+    l->peer.proven = true;
+    send_fitting(l, 0, sent);
+}
+
 /* Small unexpected messages read one per poll: the head reaches the
  * producer in steps of at least publish_every while records wait, each
  * step rings an armed producer, and all is published as soon as the
@@ -828,12 +840,7 @@ static void run_publish(void)
 
     /* Messages for a window of posted receives: published at once,
      * though more wait (a poll reads SHM_RX_BUDGET records at most). */
-    loop_init(&l, ring, false);
-    make_msgs(ring, pick_tiny, false);
-    for (int i = 0; i < n; i++)
-        msgs[i].more_posted = true;
-    l.peer.proven = true;
-    send_fitting(&l, 0, n);
+    send_posted(&l, ring, n, n);
     shm_rx_poll(&l.tp, &l.peer);
     CHECK(next_rx == SHM_RX_BUDGET && atomic_load(&l.ctl->head) == l.peer.rx.head,
           "%d read; expected messages not published at once", next_rx);
@@ -859,12 +866,7 @@ static void run_stop_after_taken(void)
          * messages each leave another one naming the peer */
         for (int posted = 0; posted < queued; posted++) {
             loop_t l;
-            loop_init(&l, ring, false);
-            make_msgs(ring, pick_tiny, false);
-            for (int i = 0; i < posted; i++)
-                msgs[i].more_posted = true;
-            l.peer.proven = true;
-            send_fitting(&l, 0, queued);
+            send_posted(&l, ring, posted, queued);
             int polls = 0;
             for (int want = posted + 1; want <= queued; want++) {
                 shm_rx_poll(&l.tp, &l.peer);
