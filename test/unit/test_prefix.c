@@ -13,7 +13,10 @@
  *  - a message claimed by a matched probe is never freed under its handle;
  *  - a claimed rendezvous that a later message's receive would overtake is
  *    fetched first, also when it was claimed while that receive was held,
- *    and its handle received while the fetch is under way waits for it.
+ *    and its handle received while the fetch is under way waits for it;
+ *  - receives failed by the death leave the posted set and its counts (the
+ *    shm reader reads on by the per-peer one; matching skips wildcard keys
+ *    by the others), and a wildcard receive left posted still matches.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +332,50 @@ static void test_claim_received_while_fetched(void)
     offer_mode = XDEV_RNDZ_SEND;
 }
 
+static int wild_posted(const xdev_t *d)
+{
+    return d->posted_wild[1] + d->posted_wild[2] + d->posted_wild[3];
+}
+
+static void test_posted_counts_after_death(bool wildcards_fail)
+{
+    xdev_t *d = new_dev();
+    if (wildcards_fail)
+        d->flags |= XDEV_FLAG_WILDCARD_FAILS;
+    char b1[8], b2[8], b3[8];
+    xreq_t r1, r2, r3;
+    xdev_status_t st;
+    post(d, &r1, b1, sizeof b1, PEER, 1);
+    post(d, &r2, b2, sizeof b2, PEER, XDEV_ANY_TAG);
+    post(d, &r3, b3, sizeof b3, XDEV_ANY_SOURCE, 2);
+    CHECK(xdev_core_posted_from(d, PEER) && wild_posted(d) == 2);
+    xdev_core_peer_failed(d, PEER);
+    CHECK(!xdev_core_posted_from(d, PEER));
+    reap(d, &r1, &st);
+    CHECK(st.error == XDEV_ERR_PEER);
+    reap(d, &r2, &st);
+    CHECK(st.error == XDEV_ERR_PEER);
+    if (wildcards_fail) {
+        CHECK(wild_posted(d) == 0);
+        reap(d, &r3, &st);
+        CHECK(st.error == XDEV_ERR_PEER_PENDING);
+    } else {
+        /* The wildcard stays, counted, and a message from ourselves takes it. */
+        CHECK(wild_posted(d) == 1 && r3.phase == PH_RECV_POSTED);
+        xdev_rx_t rx;
+        memset(&rx, 0, sizeof rx);
+        rx.head.hdr = (xdev_hdr_t){ .src = ME, .dst = ME, .tag = 2, .ctx = CTX, .type = XDEV_MSG_EAGER };
+        rx.len = 2;
+        CHECK(xdev_core_rx_begin(d, ME, NULL, &rx) == XDEV_RX_DELIVER && rx.dst == b3);
+        memcpy(rx.dst, "ok", 2);
+        xdev_core_rx_end(d, &rx);
+        reap(d, &r3, &st);
+        CHECK(st.error == XDEV_OK && st.source == ME && memcmp(b3, "ok", 2) == 0);
+        CHECK(wild_posted(d) == 0);
+    }
+    free_dev(d);
+}
+
 int main(void)
 {
     test_claim_while_held();
@@ -339,6 +386,8 @@ int main(void)
     test_held_then_released();
     test_held_then_death();
     test_earlier_not_held();
+    test_posted_counts_after_death(false);
+    test_posted_counts_after_death(true);
     printf("test_prefix: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
