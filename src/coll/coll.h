@@ -94,6 +94,9 @@ int coll_waitall(xdev_coll_group_t *g);
  * (an exchange), or each must arrive before it is let go (a barrier).
  * See p2p.c. */
 int coll_waitall_from_all(xdev_coll_group_t *g);
+/* Copy this member's own block, polling between pieces while it has
+ * transfers posted. See p2p.c. */
+void coll_copy_polling(xdev_coll_group_t *g, void *dst, const void *src, size_t n);
 int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
                   size_t rlen, int src, int phase);
 /* One round of the direct algorithms: len bytes of sbuf to every other

@@ -66,7 +66,7 @@ static int gatherv_linear(xdev_coll_group_t *g, const void *sbuf, size_t len, vo
     }
     for (int i = 0; i < g->size && !rc; i++)
         if (i != root) rc = coll_irecv(g, coll_at(rbuf, displs[i]), counts[i], i, PH_LINEAR);
-    coll_copy(coll_at(rbuf, displs[root]), sbuf, len);
+    coll_copy_polling(g, coll_at(rbuf, displs[root]), sbuf, len);
     return rc ? rc : coll_waitall(g);
 }
 

@@ -236,6 +236,30 @@ int coll_waitall_from_all(xdev_coll_group_t *g)
     return waitall(g, true);
 }
 
+/* A stream into this process moves only while it polls, and a member's
+ * offer waits for its answer: so a gather's root copies its own block in
+ * pieces with a progress pass between them, and its members' data moves
+ * meanwhile. Against the block copied whole, 1 MiB per call (a barrier
+ * between calls), 9 rounds: 2 ranks 169 to 135 us (0.80), 4 ranks 0.88,
+ * 8 ranks 0.91 (5 rounds); over tcp, 2 ranks, 3 rounds, 263-284 to
+ * 179-193. Back to back, where the members' data is already waiting,
+ * 1.03. In scatter, alltoall and the allgather ring it measured even, and
+ * is not used. */
+#define OWN_COPY_PIECE (64 * 1024)
+
+void coll_copy_polling(xdev_coll_group_t *g, void *dst, const void *src, size_t n)
+{
+    if (dst == src) return;
+    while (n > OWN_COPY_PIECE && g->nreq > 0) {
+        memcpy(dst, src, OWN_COPY_PIECE);
+        dst = (char *)dst + OWN_COPY_PIECE;
+        src = (const char *)src + OWN_COPY_PIECE;
+        n -= OWN_COPY_PIECE;
+        xdev_progress(g->dev);
+    }
+    coll_copy(dst, src, n);
+}
+
 int coll_sendrecv(xdev_coll_group_t *g, const void *sbuf, size_t slen, int dst, void *rbuf,
                   size_t rlen, int src, int phase)
 {
