@@ -47,6 +47,7 @@ enum { SCAN_RECURSIVE_DOUBLING, SCAN_LINEAR };
 typedef struct coll_config {
     int forced[F_COUNT];      /* an algorithm number, or COLL_AUTO */
     size_t long_min[F_COUNT]; /* bytes from which the long algorithm is used */
+    size_t crowded_max[F_COUNT]; /* long ones up to this many bytes in a crowd */
     size_t direct_max[F_COUNT]; /* a direct algorithm up to this many bytes ... */
     int direct_members[F_COUNT]; /* ... in groups of at most this many */
     long spin_ns;             /* busy-poll this long before yielding the CPU */
