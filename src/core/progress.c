@@ -24,11 +24,16 @@
 #define NAP_NS 50000ull         /* instead of sleeping on shm, which has no fd */
 #define NAP_NS_IDLE 2000000ull  /* the progress thread's longest nap */
 
-uint64_t xdev_now_ns(void)
+uint64_t xdev_clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t xdev_now_ns(void)
+{
+    return xdev_clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t xdev_now_ms(void)

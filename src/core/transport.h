@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "../kit/copy.h"
 #include "options.h"
 #include "wire.h"
@@ -354,7 +355,8 @@ void xdev_host_token(char *out, size_t cap, const char *const *namespaces, int n
 
 /* Milliseconds (and nanoseconds) on the monotonic clock; the coarse one
  * costs a few ns and no system call, for transports that check timers
- * while they poll. */
+ * while they poll. xdev_clock_ns reads any clock_gettime clock. */
+uint64_t xdev_clock_ns(clockid_t clock);
 uint64_t xdev_now_ns(void);
 uint64_t xdev_now_ms(void);
 uint64_t xdev_now_coarse_ms(void);

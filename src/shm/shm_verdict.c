@@ -7,8 +7,6 @@
  * the sender follows it, but for tries against it that keep both rates
  * current. See shm.h (SHM_ADAPT_MIN) and the README's shm section.
  */
-#include <time.h>
-
 #include "shm.h"
 
 /* Where the host's ranks fit its CPUs, a stream's two copies (in by the
@@ -24,11 +22,7 @@
  * host's ranks did before (reduce per call 1.21). */
 uint64_t shm_stream_clock(const xdev_tp_t *tp)
 {
-    if (tp->cpus_enough)
-        return xdev_now_ns();
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return xdev_clock_ns(tp->cpus_enough ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* Bytes per us, at least 1: an average of 0 means nothing timed yet. */
