@@ -19,11 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "xdev.h"
 #include "../check.h"
+#include "single_copy.h"
 
 #define TAG 5
 #define GO_TAG 6
@@ -31,18 +30,6 @@
 #define LONG (1u << 20)
 #define SENDER_NAP_MS 600
 #define RECEIVER_WINDOW_S 0.5 /* under the nap: the sender has made no call */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
-}
 
 static unsigned char pattern(size_t i, int from, int round)
 {
@@ -116,19 +103,6 @@ static void receiver(xdev_t *dev, unsigned char *out, unsigned char *in)
     CHECK(received_in_window(dev, in, 1),
           "both ways: the message was not read while its sender slept");
     CHECK(xdev_wait(&sreq, &st) == XDEV_OK && st.error == XDEV_OK, "send to rank 0");
-}
-
-/* Yama's ptrace_scope 1 or more lets only root (CAP_SYS_PTRACE) read a
- * process that is not its descendant. */
-static int single_copy_allowed(void)
-{
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    int scope = 0;
-    if (f) {
-        if (fscanf(f, "%d", &scope) != 1) scope = 0;
-        fclose(f);
-    }
-    return scope == 0 || geteuid() == 0;
 }
 
 int main(void)

@@ -22,11 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "xdev.h"
 #include "../check.h"
+#include "single_copy.h"
 
 #define TAG 4
 #define CTX 6
@@ -34,18 +33,6 @@
 #define TRIES 12
 #define SENDER_NAP_MS 600
 #define RECEIVER_WINDOW_S 0.5 /* under the nap: the sender has made no call */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
-}
 
 static unsigned char pattern(size_t i, int round) { return (unsigned char)(i * 7 + (size_t)round * 13 + 1); }
 
@@ -115,19 +102,6 @@ static void receiver(xdev_t *dev, unsigned char *buf)
     CHECK(xdev_send(dev, &stop, sizeof stop, 0, TAG, CTX) == XDEV_OK, "stop");
     CHECK(copied_once, "no message of %d was copied once: each streamed, though rank 1 made "
                        "every stream slow", TRIES);
-}
-
-/* Yama's ptrace_scope 1 or more lets only root (CAP_SYS_PTRACE) read a
- * process that is not its descendant. */
-static int single_copy_allowed(void)
-{
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    int scope = 0;
-    if (f) {
-        if (fscanf(f, "%d", &scope) != 1) scope = 0;
-        fclose(f);
-    }
-    return scope == 0 || geteuid() == 0;
 }
 
 int main(void)
