@@ -239,7 +239,8 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
     bool adapts = !single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX;
     if (adapts)
         single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);
-    if (!(single || (adapts && tp->cma_mode == XDEV_RNDZ_READ)) || !shm_seg_cma_works(tp, p))
+    bool offered = single || (adapts && tp->cma_mode == XDEV_RNDZ_READ);
+    if (!offered || !shm_seg_cma_works(tp, p))
         return XDEV_RNDZ_SEND;
     p->offer = single ? SHM_OFFER_READ : SHM_OFFER_IF_BOTH_WAYS; /* (shm_mem_expose) */
     return single ? tp->cma_mode : XDEV_RNDZ_READ;

@@ -22,6 +22,9 @@
 enum { CTX_FORK = 120, ROUNDS = 8 };
 
 static unsigned char *last_sent, *last_received; /* unmapped after finalize */
+static size_t len;
+static pid_t stayer;
+static int stayer_go = -1; /* its pipe: closed, the child leaves */
 
 #ifdef __SANITIZE_ADDRESS__
 /* LeakSanitizer's check at exit takes every lock of the allocator, and a
@@ -33,9 +36,6 @@ static volatile int in_forked_child;
 int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void) { return in_forked_child; }
 #endif
-static size_t len;
-static pid_t stayer;
-static int stayer_go = -1; /* its pipe: closed, the child leaves */
 
 static unsigned char *mapped(size_t n)
 {
