@@ -43,7 +43,8 @@ static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
     }
     give_back(p, ctrl);
     if (p->stream_t0 && p->in.got == p->in.rx.len) { /* before the core answers */
-        shm_rate_stream(tp, p, p->in.got, shm_stream_clock(tp) - p->stream_t0);
+        if (p->in.got > p->stream_head) /* (not all in its first record) */
+            shm_rate_stream(tp, p, p->in.got - p->stream_head, shm_stream_clock(tp) - p->stream_t0);
         p->stream_t0 = 0;
     }
     xdev_rxmsg_placed(tp->dev, &p->in);
@@ -97,8 +98,10 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         give_back(p, ctrl);
         return true;
     }
-    if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
+    if (rx->len >= SHM_ADAPT_MIN) { /* (a deferred one is not timed) */
         p->stream_t0 = shm_stream_clock(tp);
+        p->stream_head = body - p->rx_skip;
+    }
     return take(tp, p, ctrl, p->rx_skip);
 }
 
