@@ -126,8 +126,9 @@ typedef struct shm_peer {
     uint64_t stream_t0; /* shm_stream_clock when a long message began to
                          * stream in; 0: none */
     size_t stream_head; /* its payload in the first record, written before
-                         * stream_t0: not counted in its rate (counted, 128
-                         * KiB streams looked a third faster than they ran) */
+                         * a wall-clock stream_t0: not counted in its rate
+                         * (counted, 128 KiB streams looked a third faster
+                         * than they ran) */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
     uint64_t warm_bytes;  /* of its long streams to us since our last single
