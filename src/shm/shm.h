@@ -86,10 +86,10 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
  * the other way with one in SHM_ADAPT_RETRY of them, then twice as far
  * apart each time, up to SHM_ADAPT_RETRY_MAX. Until it has made one, a receiver
  * takes a single copy to move SHM_SINGLE_GUESS bytes per us (12-13 GB/s
- * here wherever the cores are). From 128 KiB, the first size above the
- * default eager limit that the ring pipelines in several records: with the
- * VM's two cores far apart, 128-512 KiB ping-pongs took 0.58-0.83 of the
- * time they took with 256 KiB here, as Open MPI's single copy does. */
+ * here wherever the cores are). From 128 KiB, the first power of two over
+ * the default eager limit: with the VM's two cores far apart, 128-512 KiB
+ * ping-pongs took 0.58-0.83 of the time they took when this was 256 KiB,
+ * about what Open MPI's single copy takes. */
 #define SHM_ADAPT_MIN ((size_t)128 << 10)
 #define SHM_SINGLE_GUESS 12000
 #define SHM_ADAPT_RETRY 64
