@@ -123,12 +123,9 @@ typedef struct shm_peer {
     xdev_rxmsg_t in;    /* the message being read from it; RESUMED: its
                          * start record is still in the ring */
     size_t rx_skip;     /* start record: framing and head before the payload */
-    uint64_t stream_t0; /* shm_stream_clock when a long message began to
-                         * stream in; 0: none */
-    size_t stream_head; /* its payload in the first record, written before
-                         * a wall-clock stream_t0: not counted in its rate
-                         * (counted, 128 KiB streams looked a third faster
-                         * than they ran) */
+    uint64_t stream_t0; /* when a long message began to stream in
+                         * (shm_verdict.c's clock); 0: none */
+    size_t stream_head; /* its payload not counted in its rate */
     uint32_t ring_rate; /* bytes per us of its long streams to us, averaged */
     uint32_t single_rate; /* of our single copies from it; 0: none yet */
     uint64_t warm_bytes;  /* of its long streams to us since our last single
@@ -209,9 +206,12 @@ void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
 
-/* shm_verdict.c. A long stream in from p, timed from shm_stream_clock, or
- * a single copy from it, took ns: average its rate in and give p the
- * verdict. */
+/* shm_verdict.c. A long stream in from p begins (its first record holds
+ * `first` payload bytes) or has all come in (p->in.got); its bytes, timed
+ * from shm_stream_clock, or a single copy from it took ns: average its
+ * rate in and give p the verdict. */
+void shm_stream_begin(const xdev_tp_t *tp, shm_peer_t *p, size_t first);
+void shm_stream_end(const xdev_tp_t *tp, shm_peer_t *p);
 uint64_t shm_stream_clock(const xdev_tp_t *tp);
 void shm_rate_stream(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_t ns);
 void shm_rate_single(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_t ns);

@@ -42,11 +42,8 @@ static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
         return false;
     }
     give_back(p, ctrl);
-    if (p->stream_t0 && p->in.got == p->in.rx.len) { /* before the core answers */
-        if (p->in.got > p->stream_head) /* (not all in its first record) */
-            shm_rate_stream(tp, p, p->in.got - p->stream_head, shm_stream_clock(tp) - p->stream_t0);
-        p->stream_t0 = 0;
-    }
+    if (p->stream_t0 && p->in.got == p->in.rx.len) /* before the core answers */
+        shm_stream_end(tp, p);
     xdev_rxmsg_placed(tp->dev, &p->in);
     return true;
 }
@@ -98,13 +95,8 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         give_back(p, ctrl);
         return true;
     }
-    if (rx->len >= SHM_ADAPT_MIN) { /* (a deferred one is not timed) */
-        p->stream_t0 = shm_stream_clock(tp);
-        /* In wall time the sender wrote this record before the clock
-         * started; in CPU time (ranks outnumber CPUs) the clock counts our
-         * own copying, of this record too. */
-        p->stream_head = tp->cpus_enough ? body - p->rx_skip : 0;
-    }
+    if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
+        shm_stream_begin(tp, p, body - p->rx_skip);
     return take(tp, p, ctrl, p->rx_skip);
 }
 

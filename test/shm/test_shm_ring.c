@@ -955,6 +955,35 @@ static void run_stream_verdict_cpus_shared(void)
     loop_free(&l);
 }
 
+/* A long message's first record was written before the receiver's clock
+ * started: in wall time (CPUs enough) its bytes are not counted in the
+ * stream's rate, and a message all in it is not timed; in CPU time the
+ * receiver's copy of it is on the clock, and so are its bytes. */
+static void run_stream_first_record(void)
+{
+    loop_t l;
+    loop_init(&l, 4096, false);
+    shm_peer_t *p = &l.peer;
+    for (int shared = 0; shared < 2; shared++) {
+        l.tp.cpus_enough = !shared;
+        for (size_t len = 1000; len <= 5000; len += 4000) {
+            p->warm_bytes = 0;
+            shm_stream_begin(&l.tp, p, 1000);
+            CHECK(p->stream_t0 != 0, "a stream begun reads as none");
+            p->in.got = len;
+            shm_stream_end(&l.tp, p);
+            uint64_t counted = shared ? len : len - 1000;
+            CHECK(p->warm_bytes == counted,
+                  "a stream of %zu bytes, 1000 in its first record, counted %llu (not %llu) "
+                  "with %s CPUs",
+                  len, (unsigned long long)p->warm_bytes, (unsigned long long)counted,
+                  shared ? "shared" : "enough");
+            CHECK(p->stream_t0 == 0, "a stream ended still reads as begun");
+        }
+    }
+    loop_free(&l);
+}
+
 /* Long messages in a row that shm_copy_once_next copies once (single) or
  * streams, from the next one on. */
 static unsigned polls; /* moved between any two messages, unless in a burst */
@@ -1054,6 +1083,7 @@ int main(int argc, char **argv)
     run_long_fragments();
     run_stream_verdict();
     run_stream_verdict_cpus_shared();
+    run_stream_first_record();
     run_stream_tries();
     printf("test_shm_ring: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
