@@ -20,6 +20,7 @@ PORT=18515          # perftest and ibv_*_pingpong default port
 # without an ACK, which an emulated guest on a busy host can stall for; the
 # self-test is to say whether the harness works, not to race the host.
 ACK=16
+PT=(-d "$DEV" -x 1 -u "$ACK")   # every perftest run's device, GID index, ACK timeout
 nfail=0
 
 result() {  # result ok|FAIL NAME [why]
@@ -51,11 +52,13 @@ wait_free() {   # wait until nothing listens on TCP $1 (previous server gone)
 show_failure() {
     local side
     for side in client server; do
-        grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" |
+        grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
             head -n 8 | sed "s/^/    $side: /"
     done
     for side in server client; do
-        tail -n 8 "$LOGS/$1.$side.log" | sed "s/^/    $side (end): /"
+        if [ -e "$LOGS/$1.$side.log" ]; then
+            tail -n 8 "$LOGS/$1.$side.log" | sed "s/^/    $side (end): /"
+        fi
     done
 }
 
@@ -75,7 +78,7 @@ pair() {
     if ! wait_listen "$PORT"; then
         kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
         result FAIL "$name" "server never listened on $PORT"
-        sed 's/^/    server: /' "$LOGS/$name.server.log" | tail -n 20
+        show_failure "$name"
         return 1
     fi
     timeout -k 5 "$tmo" "${cli[@]}" > "$LOGS/$name.client.log" 2>&1
@@ -91,6 +94,13 @@ pair() {
     return 1
 }
 
+# perftest NAME TIMEOUT TOOL ARGS...: a perftest pair over rxe0, both sides
+# with the same arguments.
+perftest() {
+    local name=$1 tmo=$2 tool=$3; shift 3
+    pair "$name" "$tmo" "$tool" "${PT[@]}" "$@" -- "$tool" "${PT[@]}" "$@" 127.0.0.1
+}
+
 # 1. the device is there
 if ibv_devices > "$LOGS/ibv_devices.log" 2>&1 && awk '{print $1}' "$LOGS/ibv_devices.log" | grep -qx "$DEV"; then
     result ok ibv_devices
@@ -104,7 +114,7 @@ ibv_devinfo -v -d "$DEV" > "$LOGS/ibv_devinfo.log" 2>&1
 pair ibv_rc_pingpong 60 ibv_rc_pingpong -d "$DEV" -g 1 -- ibv_rc_pingpong -d "$DEV" -g 1 127.0.0.1
 
 # 3. RDMA write bandwidth (perftest, default 64 KiB x 5000)
-pair ib_write_bw 90 ib_write_bw -d "$DEV" -x 1 -u $ACK -- ib_write_bw -d "$DEV" -x 1 -u $ACK 127.0.0.1
+perftest ib_write_bw 90 ib_write_bw
 
 # 4. Benchmarks, recorded in bench.txt (also counted as tests: a benchmark
 #    that cannot run is a failure).
@@ -113,35 +123,34 @@ pair ib_write_bw 90 ib_write_bw -d "$DEV" -x 1 -u $ACK -- ib_write_bw -d "$DEV" 
     echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ); TCG emulation numbers are NOT hardware numbers"
 } >> "$R/bench.txt"
 
-if pair ib_send_lat_8B 120 ib_send_lat -d "$DEV" -x 1 -u $ACK -s 8 -- ib_send_lat -d "$DEV" -x 1 -u $ACK -s 8 127.0.0.1; then
+if perftest ib_send_lat_8B 120 ib_send_lat -s 8; then
     # columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
     line=$(awk '$1 == 8 && NF >= 9 {print; exit}' "$LOGS/ib_send_lat_8B.client.log")
     if [ -n "$line" ]; then
         set -- $line
-        echo "ib_send_lat -d rxe0 -x 1 -u $ACK -s 8: iterations=$2 t_min=${3}us t_max=${4}us t_typical=${5}us t_avg=${6}us t_stdev=${7}us p99=${8}us p99.9=${9}us" >> "$R/bench.txt"
+        echo "ib_send_lat ${PT[*]} -s 8: iterations=$2 t_min=${3}us t_max=${4}us t_typical=${5}us t_avg=${6}us t_stdev=${7}us p99=${8}us p99.9=${9}us" >> "$R/bench.txt"
     else
-        echo "ib_send_lat -d rxe0 -x 1 -u $ACK -s 8: (no result line parsed; see logs/ib_send_lat_8B.client.log)" >> "$R/bench.txt"
+        echo "ib_send_lat ${PT[*]} -s 8: (no result line parsed; see logs/ib_send_lat_8B.client.log)" >> "$R/bench.txt"
     fi
 fi
 
 # 4 MiB messages; the default 5000 iterations (20 GiB) take too long under
 # TCG, so bound the count.
 BW_ITERS=${XDEV_IBV_BW_ITERS:-200}
-if pair ib_write_bw_4MiB 180 ib_write_bw -d "$DEV" -x 1 -u $ACK -s 4194304 -n "$BW_ITERS" -- \
-                            ib_write_bw -d "$DEV" -x 1 -u $ACK -s 4194304 -n "$BW_ITERS" 127.0.0.1; then
+if perftest ib_write_bw_4MiB 180 ib_write_bw -s 4194304 -n "$BW_ITERS"; then
     # columns: #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
     line=$(awk '$1 == 4194304 && NF >= 5 {print; exit}' "$LOGS/ib_write_bw_4MiB.client.log")
     if [ -n "$line" ]; then
         set -- $line
-        echo "ib_write_bw -d rxe0 -x 1 -u $ACK -s 4194304 -n $BW_ITERS: BW_peak=${3}MB/s BW_average=${4}MB/s MsgRate=${5}Mpps" >> "$R/bench.txt"
+        echo "ib_write_bw ${PT[*]} -s 4194304 -n $BW_ITERS: BW_peak=${3}MB/s BW_average=${4}MB/s MsgRate=${5}Mpps" >> "$R/bench.txt"
     else
-        echo "ib_write_bw -d rxe0 -x 1 -u $ACK -s 4194304: (no result line parsed; see logs/ib_write_bw_4MiB.client.log)" >> "$R/bench.txt"
+        echo "ib_write_bw ${PT[*]} -s 4194304: (no result line parsed; see logs/ib_write_bw_4MiB.client.log)" >> "$R/bench.txt"
     fi
 fi
 # The default-size write_bw figure too, for reference.
 line=$(awk '$1 == 65536 && NF >= 5 {print; exit}' "$LOGS/ib_write_bw.client.log" 2>/dev/null)
 [ -n "$line" ] && set -- $line && \
-    echo "ib_write_bw -d rxe0 -x 1 -u $ACK (65536 B x $2): BW_peak=${3}MB/s BW_average=${4}MB/s MsgRate=${5}Mpps" >> "$R/bench.txt"
+    echo "ib_write_bw ${PT[*]} (65536 B x $2): BW_peak=${3}MB/s BW_average=${4}MB/s MsgRate=${5}Mpps" >> "$R/bench.txt"
 
 echo "selftest: bench.txt:"; sed 's/^/    /' "$R/bench.txt"
 [ $nfail -eq 0 ]
