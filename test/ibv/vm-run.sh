@@ -14,6 +14,9 @@
 # out or no status was written.  Never skips.
 #
 # Console: RESULTS_DIR/console.log (its tail goes to stderr on failure).
+# A script may write a few lines saying why a test failed to
+# RESULTS_DIR/why; they go to stderr next to the counts, ahead of the
+# console's tail, so that a log cut short still shows them.
 # Environment: XDEV_IBV_ACCEL (default tcg,thread=multi; e.g. kvm),
 #   XDEV_IBV_MEM (MiB, default 4096), XDEV_IBV_SMP (default 2),
 #   XDEV_IBV_INITRAMFS (use this prebuilt image instead of building one),
@@ -155,6 +158,7 @@ if [ -f "$RESULTS/results" ]; then
     done < "$RESULTS/results"
     echo "ibv-vm: $nok ok, $nfail FAIL" >&2
 fi
+[ -s "$RESULTS/why" ] && head -n 12 "$RESULTS/why" | sed 's/^/ibv-vm: why: /' >&2
 
 if [ "$status" -ne 0 ]; then
     [ "$status" -eq 124 ] && echo "ibv-vm: script timed out inside the VM" >&2

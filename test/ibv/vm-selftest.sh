@@ -5,14 +5,16 @@
 #
 # Uses rdma-core / perftest tools on the Soft-RoCE device rxe0 (on lo).
 # Writes one line per test to RESULTS_DIR/results ("ok NAME" / "FAIL NAME"),
-# tool output to RESULTS_DIR/logs/, and the benchmark figures to
-# RESULTS_DIR/bench.txt.  Exit status 0 iff every test passed.
+# a failure's first error lines to RESULTS_DIR/why, tool output to
+# RESULTS_DIR/logs/, and the benchmark figures to RESULTS_DIR/bench.txt.
+# Exit status 0 iff every test passed.
 set -u
 R=${1:?usage: vm-selftest.sh RESULTS_DIR}
 LOGS=$R/logs
 mkdir -p "$LOGS"
 : > "$R/results"
 : > "$R/bench.txt"
+: > "$R/why"
 DEV=rxe0
 PORT=18515          # perftest and ibv_*_pingpong default port
 # perftest's ACK timeout, as xdev's own QPs set it (ibv_qp.c: 268 ms a try).
@@ -26,7 +28,9 @@ nfail=0
 result() {  # result ok|FAIL NAME [why]
     echo "$1 $2" >> "$R/results"
     echo "selftest: $1 $2${3:+ ($3)}"
-    [ "$1" = ok ] || nfail=$((nfail+1))
+    [ "$1" = ok ] && return
+    nfail=$((nfail+1))
+    echo "$2: ${3:-failed}" >> "$R/why"
 }
 
 wait_listen() {  # wait until something listens on TCP $1 (max ~20 s)
@@ -49,11 +53,15 @@ wait_free() {   # wait until nothing listens on TCP $1 (previous server gone)
 
 # show_failure NAME: what went wrong first (perftest's error lines, which a
 # long tail of its banner can push out of sight), then the end of each log.
+# The first few error lines also go to RESULTS_DIR/why, which vm-run.sh
+# prints next to the counts, ahead of the console.
 show_failure() {
     local side
     for side in client server; do
         grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
             head -n 8 | sed "s/^/    $side: /"
+        grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
+            head -n 3 | sed "s/^/$1: $side: /" >> "$R/why"
     done
     for side in server client; do
         if [ -e "$LOGS/$1.$side.log" ]; then
@@ -136,7 +144,7 @@ fi
 
 # 4 MiB messages; the default 5000 iterations (20 GiB) take too long under
 # TCG, so bound the count.
-BW_ITERS=${XDEV_IBV_BW_ITERS:-200}
+BW_ITERS=200
 if perftest ib_write_bw_4MiB 180 ib_write_bw -s 4194304 -n "$BW_ITERS"; then
     # columns: #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
     line=$(awk '$1 == 4194304 && NF >= 5 {print; exit}' "$LOGS/ib_write_bw_4MiB.client.log")
