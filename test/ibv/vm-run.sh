@@ -14,7 +14,7 @@
 # out or no status was written.  Never skips.
 #
 # Console: RESULTS_DIR/console.log (its tail goes to stderr on failure).
-# A script may write a few lines saying why a test failed to
+# A script may write a few lines saying why a test (or a run of it) failed to
 # RESULTS_DIR/why; they go to stderr next to the counts, ahead of the
 # console's tail, so that a log cut short still shows them.
 # Environment: XDEV_IBV_ACCEL (default tcg,thread=multi; e.g. kvm),

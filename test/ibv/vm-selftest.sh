@@ -17,12 +17,7 @@ mkdir -p "$LOGS"
 : > "$R/why"
 DEV=rxe0
 PORT=18515          # perftest and ibv_*_pingpong default port
-# perftest's ACK timeout, as xdev's own QPs set it (ibv_qp.c: 268 ms a try).
-# perftest's default (14, 67 ms a try) gives up after under half a second
-# without an ACK, which an emulated guest on a busy host can stall for; the
-# self-test is to say whether the harness works, not to race the host.
-ACK=16
-PT=(-d "$DEV" -x 1 -u "$ACK")   # every perftest run's device, GID index, ACK timeout
+PT=(-d "$DEV" -x 1)   # every perftest run's device and GID index (RoCEv2)
 nfail=0
 
 result() {  # result ok|FAIL NAME [why]
@@ -70,10 +65,10 @@ show_failure() {
     done
 }
 
-# pair NAME TIMEOUT SERVER_CMD... -- CLIENT_CMD...
-# Runs the server in the background and the client against it; ok iff both
-# exit 0 within TIMEOUT seconds.
-pair() {
+# run_pair NAME TIMEOUT SERVER_CMD... -- CLIENT_CMD...
+# Runs the server in the background and the client against it; 0 iff both
+# exit 0 within TIMEOUT seconds, else 1 with the reason in $pair_why.
+run_pair() {
     local name=$1 tmo=$2; shift 2
     local srv=() cli=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
@@ -81,32 +76,57 @@ pair() {
     cli=("$@")
     wait_free "$PORT"
     echo "selftest: $name: server: ${srv[*]}; client: ${cli[*]}"
+    rm -f "$LOGS/$name.client.log"
     timeout -k 5 "$tmo" "${srv[@]}" > "$LOGS/$name.server.log" 2>&1 &
     local spid=$!
     if ! wait_listen "$PORT"; then
         kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-        result FAIL "$name" "server never listened on $PORT"
-        show_failure "$name"
+        pair_why="server never listened on $PORT"
         return 1
     fi
     timeout -k 5 "$tmo" "${cli[@]}" > "$LOGS/$name.client.log" 2>&1
     local crc=$?
     wait "$spid"
     local src=$?
-    if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
-        result ok "$name"
-        return 0
-    fi
-    result FAIL "$name" "client exit $crc, server exit $src"
-    show_failure "$name"
-    return 1
+    pair_why="client exit $crc, server exit $src"
+    [ $crc -eq 0 ] && [ $src -eq 0 ]
+}
+
+# pair NAME TRIES TIMEOUT SERVER_CMD... -- CLIENT_CMD...
+# One test: ok iff a run of the pair succeeds within TRIES runs. Every
+# failed run is shown and written to RESULTS_DIR/why; its logs are kept
+# as NAME.tryN.*.log.
+pair() {
+    local name=$1 tries=$2 try side; shift 2
+    for try in $(seq "$tries"); do
+        if run_pair "$name" "$@"; then
+            result ok "$name"
+            return 0
+        fi
+        if [ "$try" -eq "$tries" ]; then
+            result FAIL "$name" "$pair_why"
+            show_failure "$name"
+            return 1
+        fi
+        echo "selftest: $name: try $try failed ($pair_why); once more"
+        echo "$name: try $try failed: $pair_why" >> "$R/why"
+        show_failure "$name"
+        for side in server client; do
+            [ -e "$LOGS/$name.$side.log" ] && mv "$LOGS/$name.$side.log" "$LOGS/$name.try$try.$side.log"
+        done
+    done
 }
 
 # perftest NAME TIMEOUT TOOL ARGS...: a perftest pair over rxe0, both sides
-# with the same arguments.
+# with the same arguments, given a second run if the first fails. perftest
+# is the reference here, not what is tested: its 4 MiB ib_write_bw failed
+# on two CI runs in a row (client exit 1, its error lines cut from the
+# log) and passed every run on the development machine, quiet or loaded.
+# Not on ACKs: perftest asks for 7 retries, which rxe takes as forever.
+# The failed run stays in the log and in RESULTS_DIR/why.
 perftest() {
     local name=$1 tmo=$2 tool=$3; shift 3
-    pair "$name" "$tmo" "$tool" "${PT[@]}" "$@" -- "$tool" "${PT[@]}" "$@" 127.0.0.1
+    pair "$name" 2 "$tmo" "$tool" "${PT[@]}" "$@" -- "$tool" "${PT[@]}" "$@" 127.0.0.1
 }
 
 # 1. the device is there
@@ -119,7 +139,7 @@ fi
 ibv_devinfo -v -d "$DEV" > "$LOGS/ibv_devinfo.log" 2>&1
 
 # 2. RC ping-pong (libibverbs example), GID index 1 = ::ffff:127.0.0.1 (RoCEv2)
-pair ibv_rc_pingpong 60 ibv_rc_pingpong -d "$DEV" -g 1 -- ibv_rc_pingpong -d "$DEV" -g 1 127.0.0.1
+pair ibv_rc_pingpong 1 60 ibv_rc_pingpong -d "$DEV" -g 1 -- ibv_rc_pingpong -d "$DEV" -g 1 127.0.0.1
 
 # 3. RDMA write bandwidth (perftest, default 64 KiB x 5000)
 perftest ib_write_bw 90 ib_write_bw
