@@ -121,13 +121,7 @@ STAGE2=$(arg xdev_ibv_stage2) || die "no xdev_ibv_stage2= on the kernel command 
 [ -f "/newroot$STAGE2" ] || die "stage 2 script $STAGE2 not visible through the 9p root"
 
 for d in proc sys dev; do mount --move /$d /newroot/$d || die "move /$d"; done
-# The host's /tmp stays reachable under /run/hosttmp before the VM's own
-# tmpfs hides it: a checkout or build dir there (CI's, say) is bound back
-# into the VM's /tmp by stage 2.
 mount -t tmpfs -o mode=755 tmpfs /newroot/run || die "tmpfs /run"
-mkdir -p /newroot/run/hosttmp
-mount -o bind /newroot/tmp /newroot/run/hosttmp || die "bind the host /tmp"
-mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || die "tmpfs /tmp"
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm

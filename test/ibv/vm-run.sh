@@ -46,17 +46,18 @@ mkdir -p -- "$2" || ibv_die "cannot create results dir '$2'"
 RESULTS=$(realpath -e -- "$2") || ibv_die "cannot resolve results dir '$2'"
 
 # Both paths go on the kernel command line, and the VM sees the host's root
-# except for /tmp, /run, /dev, /proc and /sys, which are its own.
+# except for /run, /dev, /proc and /sys, which are its own (its /tmp shows
+# the host's, under an overlay that keeps the VM's writes).
 for p in "$SCRIPT" "$RESULTS"; do
     case "$p" in *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;; esac
 done
-# Scripts under a directory the VM has its own of (a checkout in /tmp, say)
-# run from a copy in /var/tmp, which the VM sees through the host root.
+# Scripts under a directory the VM has its own of run from a copy in
+# /var/tmp, which the VM sees through the host root.
 stage=""
 for p in "$SCRIPT" "$HERE/vm-stage2.sh"; do
     case "$p" in
         *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;;
-        /tmp/*|/run/*|/dev/*|/proc/*|/sys/*)
+        /run/*|/dev/*|/proc/*|/sys/*)
             if [ -z "$stage" ]; then
                 stage=$(mktemp -d /var/tmp/xdev-ibv.XXXXXX) || ibv_die "cannot stage scripts in /var/tmp"
                 trap 'rm -rf "$stage"' EXIT
