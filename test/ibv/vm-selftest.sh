@@ -51,12 +51,13 @@ wait_free() {   # wait until nothing listens on TCP $1 (previous server gone)
 # The first few error lines also go to RESULTS_DIR/why, which vm-run.sh
 # prints next to the counts, ahead of the console.
 show_failure() {
-    local side
+    local side errors
     for side in client server; do
-        grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
-            head -n 8 | sed "s/^/    $side: /"
-        grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
-            head -n 3 | sed "s/^/$1: $side: /" >> "$R/why"
+        errors=$(grep -iE 'error|fail|couldn|unable|problem|timeout|exceeded' "$LOGS/$1.$side.log" 2>/dev/null |
+                 head -n 8)
+        [ -n "$errors" ] || continue
+        sed "s/^/    $side: /" <<<"$errors"
+        head -n 3 <<<"$errors" | sed "s/^/$1: $side: /" >> "$R/why"
     done
     for side in server client; do
         if [ -e "$LOGS/$1.$side.log" ]; then
