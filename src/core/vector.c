@@ -47,7 +47,7 @@ int xdev_sendv(xdev_t *d, const xdev_iov_t *iov, int n, int dst, int tag, int ct
     size_t len;
     if (!vector_ok(iov, n, &len))
         return XDEV_ERR_ARG;
-    xdev_request_t req = { 0 };
+    xdev_request_t req;
     return wait_result(post_send(d, iov, len, dst, tag, ctx, &req, F_PRIVATE, (unsigned)n), &req,
                        NULL);
 }
@@ -58,7 +58,7 @@ int xdev_recvv(xdev_t *d, const xdev_iov_t *iov, int n, int src, int tag, int ct
     size_t len;
     if (!vector_ok(iov, n, &len))
         return XDEV_ERR_ARG;
-    xdev_request_t req = { 0 };
+    xdev_request_t req;
     return wait_result(post_recv(d, (void *)iov, len, src, tag, ctx, &req, F_PRIVATE, (unsigned)n),
                        &req, st);
 }
