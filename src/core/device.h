@@ -192,6 +192,7 @@ struct xdev {
     pthread_mutex_t lock;
     unsigned lock_waiters;  /* threads blocked in dev_lock (atomic) */
     unsigned lock_turns;    /* times a blocked thread got it, ever (atomic) */
+    unsigned clock_stride;  /* a spinning wait's polls per clock reading */
     bool finalizing;
     uint64_t activity;      /* arrivals and finished sends, ever: a waiter
                              * that sees it move keeps spinning */
@@ -404,6 +405,9 @@ void order_unclaim(peer_t *p);  /* ...and is received or being fetched */
 
 /* progress.c */
 void progress_once(xdev_t *d);
+/* Polls between a spinning wait's readings of the clock, for what a
+ * reading costs on this machine. */
+unsigned progress_clock_stride(void);
 /* Arm every transport for sleeping on its wait_fd: XDEV_OK, or
  * XDEV_ERR_BUSY when one has work now (event.c has the event-loop side). */
 int arm_transports(xdev_t *d);

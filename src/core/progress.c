@@ -48,6 +48,31 @@ uint64_t xdev_now_coarse_ms(void)
     return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
+/* How many polls a spinning wait makes between readings of the clock. A
+ * poll of an idle ring costs a few ns and the clock about 20 where it is
+ * read in user space (TSC); where it is a system call (a VM's HPET or
+ * acpi_pm clock source: 2-3 us under emulation here), reading it every
+ * 16th poll cost an 8-byte ibv ping-pong in the VM 5-7%. So the stride
+ * grows with what one reading costs, the cheapest of a few. */
+#define CLOCK_STRIDE_MIN 16
+#define CLOCK_STRIDE_MAX 1024
+#define CLOCK_NS_PER_STRIDE 64 /* a reading's cost per 16 polls, at most */
+
+unsigned progress_clock_stride(void)
+{
+    uint64_t cost = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t t0 = xdev_now_ns(), t1 = xdev_now_ns();
+        if (t1 - t0 < cost)
+            cost = t1 - t0;
+    }
+    unsigned stride = CLOCK_STRIDE_MIN;
+    while (stride < CLOCK_STRIDE_MAX &&
+           cost > (uint64_t)CLOCK_NS_PER_STRIDE * (stride / CLOCK_STRIDE_MIN))
+        stride *= 2;
+    return stride;
+}
+
 void xdev_core_moved(xdev_t *d)
 {
     d->moved++;
@@ -188,9 +213,9 @@ XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg
             start = 0;
             yielding = false;
         }
-        /* While spinning, read the clock only every 16th poll: a poll of
-         * an idle ring costs a few nanoseconds, the clock about twenty. */
-        if (spins < 64 || (!yielding && spins % 16))
+        /* While spinning, read the clock only every clock_stride-th poll
+         * (a power of two; progress_clock_stride). */
+        if (spins < 4 * d->clock_stride || (!yielding && (spins & (d->clock_stride - 1))))
             continue;
         uint64_t now = xdev_now_ns();
         if (wake_count(d) != woken)
