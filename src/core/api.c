@@ -109,20 +109,30 @@ static xdev_t *dev_of(xdev_request_t *req)
     return req ? req_device(xreq_of(req)) : NULL;
 }
 
-XDEV_HOT int xdev_wait(xdev_request_t *req, xdev_status_t *st)
+/* req's device, locked, where req is an active request; else NULL. Checked
+ * under the lock: two threads waiting on one request, or a copy or moved
+ * request, must not reap anything twice. */
+static xdev_t *lock_active(xdev_request_t *req, struct waited *w)
 {
     xdev_t *d = dev_of(req);
     if (!d)
-        return XDEV_ERR_ARG;
-    xreq_t *r = xreq_of(req);
+        return NULL;
     dev_lock(d);
-    /* Checked under the lock: two threads waiting on one request, or a
-     * copy or moved request, must not reap anything twice. */
-    struct waited w = { r, r->id };
-    if (!still_ours(d, &w)) {
+    *w = (struct waited){ xreq_of(req), xreq_of(req)->id };
+    if (!still_ours(d, w)) {
         dev_unlock(d);
-        return XDEV_ERR_ARG;
+        return NULL;
     }
+    return d;
+}
+
+XDEV_HOT int xdev_wait(xdev_request_t *req, xdev_status_t *st)
+{
+    struct waited w;
+    xdev_t *d = lock_active(req, &w);
+    if (!d)
+        return XDEV_ERR_ARG;
+    xreq_t *r = w.r;
     int rc = XDEV_OK;
     if (r->phase != PH_DONE) /* often done already: a window's later requests */
         rc = progress_until(d, req_done, &w, -1);
@@ -141,16 +151,11 @@ XDEV_HOT int xdev_wait(xdev_request_t *req, xdev_status_t *st)
 
 XDEV_HOT int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
 {
-    xdev_t *d = dev_of(req);
-    if (!d || !done)
+    struct waited w;
+    xdev_t *d = done ? lock_active(req, &w) : NULL;
+    if (!d)
         return XDEV_ERR_ARG;
-    xreq_t *r = xreq_of(req);
-    dev_lock(d);
-    struct waited w = { r, r->id };
-    if (!still_ours(d, &w)) {
-        dev_unlock(d);
-        return XDEV_ERR_ARG;
-    }
+    xreq_t *r = w.r;
     if (r->phase != PH_DONE)
         progress_once(d);
     *done = r->phase == PH_DONE;
