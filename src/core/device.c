@@ -79,7 +79,7 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     d->event_fd = d->tick_fd = -1;
     d->flags = cfg->flags;
-    d->clock_stride = progress_clock_stride();
+    d->clock_stride = progress_clock_stride(progress_clock_reading_ns());
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_init(&d->lock, NULL);
     if ((rc = config_copy(d, cfg)) != XDEV_OK ||

@@ -405,9 +405,10 @@ void order_unclaim(peer_t *p);  /* ...and is received or being fetched */
 
 /* progress.c */
 void progress_once(xdev_t *d);
-/* Polls between a spinning wait's readings of the clock, for what a
- * reading costs on this machine. */
-unsigned progress_clock_stride(void);
+/* Polls between a spinning wait's readings of the clock, for what one
+ * reading costs (progress_clock_reading_ns: the cheapest of five). */
+unsigned progress_clock_stride(uint64_t reading_ns);
+uint64_t progress_clock_reading_ns(void);
 /* Arm every transport for sleeping on its wait_fd: XDEV_OK, or
  * XDEV_ERR_BUSY when one has work now (event.c has the event-loop side). */
 int arm_transports(xdev_t *d);

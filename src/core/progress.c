@@ -51,14 +51,23 @@ uint64_t xdev_now_coarse_ms(void)
 /* How many polls a spinning wait makes between readings of the clock. A
  * poll of an idle ring costs a few ns and the clock about 20 where it is
  * read in user space (TSC); where it is a system call (a VM's HPET or
- * acpi_pm clock source: 2-3 us under emulation here), reading it every
- * 16th poll cost an 8-byte ibv ping-pong in the VM 5-7%. So the stride
- * grows with what one reading costs, the cheapest of a few. */
+ * acpi_pm clock source: 2-3 us under emulation here), an arrival during a
+ * reading waits that long to be seen. So the stride grows with what one
+ * reading costs, the cheapest of five (test/bench/RESULTS.md, 2026-11-30). */
 #define CLOCK_STRIDE_MIN 16
 #define CLOCK_STRIDE_MAX 1024
 #define CLOCK_NS_PER_STRIDE 64 /* a reading's cost per 16 polls, at most */
 
-unsigned progress_clock_stride(void)
+unsigned progress_clock_stride(uint64_t reading_ns)
+{
+    unsigned stride = CLOCK_STRIDE_MIN;
+    while (stride < CLOCK_STRIDE_MAX &&
+           reading_ns > (uint64_t)CLOCK_NS_PER_STRIDE * (stride / CLOCK_STRIDE_MIN))
+        stride *= 2;
+    return stride;
+}
+
+uint64_t progress_clock_reading_ns(void)
 {
     uint64_t cost = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
@@ -66,11 +75,7 @@ unsigned progress_clock_stride(void)
         if (t1 - t0 < cost)
             cost = t1 - t0;
     }
-    unsigned stride = CLOCK_STRIDE_MIN;
-    while (stride < CLOCK_STRIDE_MAX &&
-           cost > (uint64_t)CLOCK_NS_PER_STRIDE * (stride / CLOCK_STRIDE_MIN))
-        stride *= 2;
-    return stride;
+    return cost;
 }
 
 void xdev_core_moved(xdev_t *d)
