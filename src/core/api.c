@@ -8,8 +8,8 @@ static bool rank_ok(const xdev_t *d, int r) { return r >= 0 && r < d->size; }
 
 /* A request storage that is still active must not be posted again. A
  * blocking call's own (F_PRIVATE) is fresh on its stack and not read
- * before req_start writes it: zeroing its 328 bytes was a sixth of the
- * core's instructions in an 8-byte xdev_recv. */
+ * before req_start writes it: zeroing its 328 bytes was 45 of the about
+ * 440 instructions of an 8-byte xdev_recv outside its wait. */
 static bool req_free_to_post(xdev_request_t *req, unsigned flags)
 {
     return (flags & F_PRIVATE) || (req && !req_is_active(xreq_of(req)));
