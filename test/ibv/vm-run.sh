@@ -45,10 +45,10 @@ SCRIPT=$(realpath -e -- "$1" 2>/dev/null) || ibv_die "script '$1' not found"
 mkdir -p -- "$2" || ibv_die "cannot create results dir '$2'"
 RESULTS=$(realpath -e -- "$2") || ibv_die "cannot resolve results dir '$2'"
 
-# Both paths go on the kernel command line, and the VM sees the host's root
+# These paths go on the kernel command line, and the VM sees the host's root
 # except for /run, /dev, /proc and /sys, which are its own (its /tmp shows
 # the host's, under an overlay that keeps the VM's writes).
-for p in "$SCRIPT" "$RESULTS"; do
+for p in "$SCRIPT" "$RESULTS" "$HERE/vm-stage2.sh"; do
     case "$p" in *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;; esac
 done
 # Scripts under a directory the VM has its own of run from a copy in
@@ -56,7 +56,6 @@ done
 stage=""
 for p in "$SCRIPT" "$HERE/vm-stage2.sh"; do
     case "$p" in
-        *[[:space:]]*|*\"*) ibv_die "path '$p' has whitespace or quotes; not supported" ;;
         /run/*|/dev/*|/proc/*|/sys/*)
             if [ -z "$stage" ]; then
                 stage=$(mktemp -d /var/tmp/xdev-ibv.XXXXXX) || ibv_die "cannot stage scripts in /var/tmp"
