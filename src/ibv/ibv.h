@@ -39,7 +39,6 @@
 #include "../kit/txq.h"
 
 #define IBV_PREFIX 8
-#define IBV_MAX_DEVNAME 64
 
 /* The immediate data of every send: credits granted back in the low bits;
  * a message that only carries credits says so. */

@@ -237,7 +237,6 @@ void *ofi_mr_desc(struct fid_mr *mr);
 void *ofi_reg_desc(const xdev_reg_t *reg);
 int ofi_regcache_open(xdev_tp_t *tp);
 void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p);
-bool ofi_tx_idle(const ofi_peer_t *p);
 
 /* ofi_rx.c */
 int ofi_rx_pool_open(xdev_tp_t *tp);

@@ -85,11 +85,6 @@ static bool register_payload(xdev_tp_t *tp, ofi_msg_t *m, const xdev_txop_t *op)
     return true;
 }
 
-bool ofi_tx_idle(const ofi_peer_t *p)
-{
-    return !p->txq.head && !p->inflight && !p->nctl;
-}
-
 /* Frame header for the next frame to p; the credits it returns count as
  * returned only once the frame is posted (commit). */
 static unsigned put_hdr(xdev_tp_t *tp, ofi_peer_t *p, uint8_t *b, uint8_t kind)
