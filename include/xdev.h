@@ -327,7 +327,9 @@ XDEV_API int xdev_irecv(xdev_t *dev, void *buf, size_t len, int src, int tag, in
  * either step, including the request's status.error (XDEV_ERR_TRUNCATE,
  * XDEV_ERR_PEER). st may be NULL for xdev_recv. Woken by xdev_wakeup, a
  * blocking call whose operation has not begun cancels it and returns
- * XDEV_ERR_WOKEN (a receive nothing has matched yet: no message is taken);
+ * XDEV_ERR_WOKEN (a receive nothing has matched yet: no message is taken,
+ * and xdev_recv's st, when not NULL, holds the cancelled receive's status:
+ * error XDEV_ERR_CANCELED, count 0);
  * one that has begun (a send handed to a transport, a matched receive)
  * finishes it first, since its buffer cannot be left to xdev, and returns
  * as if it had not been woken. */

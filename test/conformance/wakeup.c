@@ -5,7 +5,8 @@
  *    on a receive nobody sends to, and in a blocking xdev_recv returns
  *    XDEV_ERR_WOKEN when another thread calls xdev_wakeup; the request of
  *    the xdev_wait is still active (and cancellable), and the blocking
- *    receive took no message: the one sent afterwards arrives whole.
+ *    receive took no message (its status says cancelled): the one sent
+ *    afterwards arrives whole.
  *  - xdev_probe is woken the same way from a signal handler.
  *  - A wakeup is not sticky: the next blocking call blocks as usual.
  *  - xdev_peek_timed: 0 looks once, a bound is never cut short, and a
@@ -27,6 +28,7 @@ static struct {
     enum blocked_call call;
     xdev_request_t req;
     int rc;
+    xdev_status_t st; /* what the blocked call wrote */
     double returned;
 } b;
 
@@ -34,13 +36,14 @@ static void *blocker(void *arg)
 {
     (void)arg;
     xdev_request_t *out;
-    xdev_status_t st;
     unsigned char buf[16];
     switch (b.call) {
     case B_PEEK: b.rc = xdev_peek(h_dev, &out); break;
-    case B_WAIT: b.rc = xdev_wait(&b.req, &st); break;
-    case B_RECV: b.rc = xdev_recv(h_dev, buf, sizeof buf, h_prev(), TAG_LATE, CTX_WAKE, &st); break;
-    case B_PROBE: b.rc = xdev_probe(h_dev, h_prev(), TAG_LATE, CTX_WAKE, &st); break;
+    case B_WAIT: b.rc = xdev_wait(&b.req, &b.st); break;
+    case B_RECV:
+        b.rc = xdev_recv(h_dev, buf, sizeof buf, h_prev(), TAG_LATE, CTX_WAKE, &b.st);
+        break;
+    case B_PROBE: b.rc = xdev_probe(h_dev, h_prev(), TAG_LATE, CTX_WAKE, &b.st); break;
     }
     b.returned = h_now();
     return NULL;
@@ -60,6 +63,7 @@ static void wake(enum blocked_call call, bool by_signal, const char *what)
     h_phase("wakeup: %s", what);
     b.call = call;
     b.rc = 12345;
+    memset(&b.st, 0x5a, sizeof b.st);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, blocker, NULL) == 0, "pthread_create");
     h_sleep_ms(100); /* past the spin and yield phases, asleep */
@@ -87,6 +91,9 @@ static void wake_blocked_calls(void)
     CHECK(st.error == XDEV_ERR_CANCELED, "the woken receive: error %d", st.error);
 
     wake(B_RECV, false, "a blocking xdev_recv");
+    CHECK(b.st.error == XDEV_ERR_CANCELED && b.st.count == 0,
+          "the woken xdev_recv's status: error %d count %zu, want cancelled and 0", b.st.error,
+          b.st.count);
 
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -94,6 +101,9 @@ static void wake_blocked_calls(void)
     sigemptyset(&sa.sa_mask);
     CHECK(sigaction(SIGUSR1, &sa, &old) == 0, "sigaction");
     wake(B_PROBE, true, "xdev_probe, woken from a signal handler");
+    xdev_status_t untouched;
+    memset(&untouched, 0x5a, sizeof untouched);
+    CHECK(memcmp(&b.st, &untouched, sizeof untouched) == 0, "the woken xdev_probe wrote its st");
     sigaction(SIGUSR1, &old, NULL);
 
     /* not sticky, and the woken receive took nothing: this one gets it */
