@@ -22,13 +22,16 @@
 
 enum { CTX_WAKE = 96, TAG_LATE = 1, TAG_PEEK = 2 };
 
+/* Fills the status before each blocked call, to see whether it wrote one. */
+enum { UNWRITTEN = 0x5a };
+
 enum blocked_call { B_PEEK, B_WAIT, B_RECV, B_PROBE };
 
 static struct {
     enum blocked_call call;
     xdev_request_t req;
     int rc;
-    xdev_status_t st; /* what the blocked call wrote */
+    xdev_status_t st; /* what the blocked call wrote, UNWRITTEN bytes before */
     double returned;
 } b;
 
@@ -63,7 +66,7 @@ static void wake(enum blocked_call call, bool by_signal, const char *what)
     h_phase("wakeup: %s", what);
     b.call = call;
     b.rc = 12345;
-    memset(&b.st, 0x5a, sizeof b.st);
+    memset(&b.st, UNWRITTEN, sizeof b.st);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, blocker, NULL) == 0, "pthread_create");
     h_sleep_ms(100); /* past the spin and yield phases, asleep */
@@ -102,7 +105,7 @@ static void wake_blocked_calls(void)
     CHECK(sigaction(SIGUSR1, &sa, &old) == 0, "sigaction");
     wake(B_PROBE, true, "xdev_probe, woken from a signal handler");
     xdev_status_t untouched;
-    memset(&untouched, 0x5a, sizeof untouched);
+    memset(&untouched, UNWRITTEN, sizeof untouched);
     CHECK(memcmp(&b.st, &untouched, sizeof untouched) == 0, "the woken xdev_probe wrote its st");
     sigaction(SIGUSR1, &old, NULL);
 
