@@ -80,7 +80,7 @@ const xdev_var_t xdev_vars[] = {
     { "XDEV_IBV_BUF", "ibv", true, XDEV_VAR_SIZE, NULL, KIB, MIB, "16k",
       "eager buffer size" },
     { "XDEV_IBV_RX_BUFS", "ibv", true, XDEV_VAR_COUNT, NULL, 4, 65536, "256",
-      "receive buffers on the SRQ" },
+      "receive buffers the peers' credit windows share; the SRQ holds what those can fill" },
     { "XDEV_IBV_TX_BUFS", "ibv", true, XDEV_VAR_COUNT, NULL, 1, 65536, "64",
       "send buffers" },
     { "XDEV_IBV_RNDZ", "ibv", true, XDEV_VAR_CHOICE, "auto|write|read|send", 0, 0, "auto",

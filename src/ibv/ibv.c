@@ -3,8 +3,9 @@
  * resources, the progress loop, sleeping, finalize. See ibv.h.
  *
  * Sizes (environment): XDEV_IBV_BUF (bytes per eager buffer, default
- * 16 KiB), XDEV_IBV_RX_BUFS (receive buffers on the SRQ, default 256, the
- * same for any number of peers until each peer would get fewer than 3),
+ * 16 KiB), XDEV_IBV_RX_BUFS (receive buffers the peers' credit windows
+ * share, default 256; the SRQ holds what the windows can fill: 66 for one
+ * peer, and more than 256 only once each would get fewer than 3),
  * XDEV_IBV_TX_BUFS (send buffers, default 64). Dead peers: XDEV_IBV_PIDFD
  * (default 1: watch peers on this host through a pidfd) and
  * XDEV_IBV_KEEPALIVE_MS (default 2000, 0 for none; see ibv_qp.c).
@@ -37,11 +38,13 @@ static int setup_pool(xdev_tp_t *tp)
         xdev_opt_size(tp->dev, "XDEV_IBV_TX_BUFS", &tx))
         return XDEV_ERR_INIT;
     int npeers = tp->size - 1;
-    /* Every peer's credits plus its credit-only messages fit on the SRQ. */
+    /* Every peer's credits plus its credit-only messages fit on the SRQ,
+     * and no more are posted: the SRQ hands out buffers in the order they
+     * were posted, so each extra one only lengthens the round that a
+     * buffer makes before it is filled again. */
     int credits = xdev_credits_window(rx, npeers, GRANT_SLACK, MIN_CREDITS, MAX_CREDITS);
-    size_t need = (size_t)npeers * (size_t)(credits + GRANT_SLACK);
     tp->credits = credits;
-    tp->nrx = (uint32_t)(rx > need ? rx : need);
+    tp->nrx = (uint32_t)npeers * (uint32_t)(credits + GRANT_SLACK);
     if (tp->nrx > (uint32_t)tp->d.attr.max_srq_wr)
         return XDEV_ERR_INIT;
     tp->ntx = (uint32_t)tx;
