@@ -210,6 +210,7 @@ void ibv_want_peer(xdev_tp_t *tp, int peer);
 void ibv_peer_remote_ready(xdev_tp_t *tp, ibv_peer_t *p);
 void ibv_connect_timers(xdev_tp_t *tp, uint64_t now);
 void ibv_peer_fail(xdev_tp_t *tp, int peer);
+bool ibv_exits_unjudged(const xdev_tp_t *tp);
 void ibv_check_exits(xdev_tp_t *tp);
 void ibv_keepalive(xdev_tp_t *tp, uint64_t now);
 void ibv_peer_close(xdev_tp_t *tp, ibv_peer_t *p);

@@ -347,6 +347,15 @@ void ibv_peer_fail(xdev_tp_t *tp, int peer)
     xdev_core_peer_failed(tp->dev, peer);
 }
 
+/* Peers whose exit we saw but have not yet judged. */
+bool ibv_exits_unjudged(const xdev_tp_t *tp)
+{
+    for (int peer = 0; peer < tp->size; peer++)
+        if (tp->peers[peer].exited && tp->peers[peer].state != PEER_DEAD)
+            return true;
+    return false;
+}
+
 /* Processes that exited: once what they sent us has been delivered
  * (nothing held back for the core), they are gone. */
 void ibv_check_exits(xdev_tp_t *tp)
