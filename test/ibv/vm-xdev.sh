@@ -16,8 +16,8 @@
 #   finalize-active    fault_finalize_active active / clean
 #   finalize-clean
 #   gone-early         test/fault fault_gone_early (a rank gone before init)
-#   exit-backlog       test/fault fault_exit_backlog at 6 ranks with
-#                      XDEV_IBV_RX_BUFS=1024: 320 completions of ranks that
+#   exit-backlog       test/fault fault_exit_backlog at 8 ranks with
+#                      XDEV_IBV_RX_BUFS=1024: 336 completions of ranks that
 #                      exited wait in the receiver's CQ
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
 #   peer-kill-npN-keepalive  ... noticed by keepalives alone (XDEV_IBV_PIDFD=0,
@@ -96,7 +96,7 @@ while read -r t; do
             XDEV_PEER_TIMEOUT_MS=2000 run "$t" 150 "$XDEVRUN" --timeout 140 -n 3 \
                 "$B/test/fault/fault_gone_early" ;;
         exit-backlog)
-            XDEV_IBV_RX_BUFS=1024 run "$t" 150 "$XDEVRUN" --timeout 140 -n 6 \
+            XDEV_IBV_RX_BUFS=1024 run "$t" 150 "$XDEVRUN" --timeout 140 -n 8 \
                 "$B/test/fault/fault_exit_backlog" ;;
         peer-kill-np*-keepalive)
             np=${t#peer-kill-np}; np=${np%-keepalive}
