@@ -34,6 +34,13 @@
 #define MAX_IOV 64
 #define GATHER_MAX (256 * 1024)
 #define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
+/* What one call writes, or reads of a payload straight into place. A
+ * socket may never fill up (or run dry) while the peer reads (or writes)
+ * a long payload as fast as we move it, and a call that moved all of it
+ * would keep the device lock throughout: a thread blocked on the lock
+ * would wait for the whole message (over 50 ms for 256 MiB here, half a
+ * second under TSan). shm copies in pieces this long too. */
+#define IO_PIECE ((size_t)4 << 20)
 #define MAX_FRAME ((uint64_t)1 << 62)
 
 /* ---- writing ---- */
@@ -94,9 +101,10 @@ static void mark_broken(xdev_tp_t *tp, tcp_conn_t *c)
     tcp_service_later(tp, c);
 }
 
-/* Write as much of peer's queue as the socket takes, then hand the
- * finished ops back (only after the queue is consistent again, since the
- * core may queue new ops from inside tx_done). */
+/* Write as much of peer's queue as the socket takes, up to IO_PIECE (a
+ * queue left behind keeps EPOLLOUT wanted, so the next poll goes on),
+ * then hand the finished ops back (only after the queue is consistent
+ * again, since the core may queue new ops from inside tx_done). */
 XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
 {
     tcp_peer_t *p = &tp->peers[peer];
@@ -104,8 +112,8 @@ XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
     if (!c || c->broken)
         return;
     xdev_txq_t done = { 0 };
-    bool wrote = false;
-    while (p->txq.head) {
+    size_t wrote = 0;
+    while (p->txq.head && wrote < IO_PIECE) {
         struct iovec iov[MAX_IOV];
         int n = 0;
         bool whole = true;
@@ -121,7 +129,7 @@ XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
                 mark_broken(tp, c);
             break;
         }
-        wrote = true;
+        wrote += (size_t)w;
         size_t left = (size_t)w;
         while (p->txq.head && left) {
             xdev_txop_t *op = p->txq.head;
@@ -269,6 +277,7 @@ static XDEV_HOT bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
 static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
 {
     xdev_rx_t *rx = &c->rx;
+    size_t direct = 0; /* read straight into place by this call */
     for (;;) {
         size_t staged = c->stage_end - c->stage_pos;
         size_t left = rx->len - c->rx_got;
@@ -300,6 +309,11 @@ static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
         }
         c->rx_got += (size_t)n;
         xdev_core_moved(tp->dev);
+        direct += (size_t)n;
+        if (direct >= IO_PIECE && c->rx_got < rx->len) {
+            tcp_service_later(tp, c); /* the next call reads on */
+            return false;
+        }
     }
 }
 
