@@ -41,7 +41,7 @@ enum { TAG_AGAIN = 4, ATTEMPTS = 5 }; /* TAG_AGAIN on the harness's control cont
 #define TELLING (3 * MARGIN)
 
 static double b_called, b_returned;
-static bool b_probes; /* thread B probes instead of sending */
+static bool a_sends; /* this round thread A sends the message, and B probes */
 
 static void *thread_b(void *arg)
 {
@@ -50,7 +50,7 @@ static void *thread_b(void *arg)
     int found;
     xdev_status_t st;
     b_called = h_now();
-    if (b_probes)
+    if (a_sends)
         CHECK_RC(xdev_iprobe(h_dev, 1, TAG_B, CTX_HANDOFF, &found, &st));
     else
         CHECK_RC(xdev_send(h_dev, &one, 1, 1, TAG_B, CTX_HANDOFF));
@@ -70,7 +70,7 @@ static void sender(unsigned char *buf, size_t len, int flood)
     CHECK(one == 'b', "thread B's byte");
 }
 
-/* Rank 1 when thread A sends: it receives the message and the byte. */
+/* Rank 1 when thread A sends: it receives A's message (B only probes). */
 static void receiver(unsigned char *buf, size_t len)
 {
     xdev_request_t r;
@@ -89,21 +89,21 @@ static bool waiter(unsigned char *buf, size_t len, int flood, int b_ms, const ch
     xdev_request_t r;
     xdev_status_t st;
     memset(buf, 0, len);
-    if (b_probes)
+    if (a_sends)
         h_fill(buf, len, 77, 0);
     else
         CHECK_RC(xdev_irecv(h_dev, buf, len, 1, TAG_WAITED, CTX_HANDOFF, &r));
     h_barrier();
     pthread_t b;
     CHECK(pthread_create(&b, NULL, thread_b, &b_ms) == 0, "pthread_create");
-    h_phase("%s: waiting while thread B %s", round, b_probes ? "probes" : "sends");
-    if (b_probes)
+    h_phase("%s: waiting while thread B %s", round, a_sends ? "probes" : "sends");
+    if (a_sends)
         CHECK_RC(xdev_send(h_dev, buf, len, 1, TAG_WAITED, CTX_HANDOFF));
     else
         CHECK_RC(xdev_wait(&r, &st));
     double a_returned = h_now();
     pthread_join(b, NULL);
-    if (!b_probes) {
+    if (!a_sends) {
         CHECK_STATUS(&st, 1, TAG_WAITED, CTX_HANDOFF, XDEV_OK, len, round);
         CHECK_DATA(buf, len, 77, 1, round);
     }
@@ -117,8 +117,8 @@ static bool waiter(unsigned char *buf, size_t len, int flood, int b_ms, const ch
     CHECK(b_returned + MARGIN < a_returned,
           "%s: thread B's %s, called %.2f ms before thread A's %s returned, returned "
           "%.2f ms before it: it waited for nearly all of A's traffic", round,
-          b_probes ? "probe" : "send", b_probes ? "send" : "wait",
-          (a_returned - b_called) * 1e3, (a_returned - b_returned) * 1e3);
+          a_sends ? "probe" : "send", (a_returned - b_called) * 1e3, a_sends ? "send" : "wait",
+          (a_returned - b_returned) * 1e3);
     return true;
 }
 
@@ -134,7 +134,7 @@ typedef struct {
 static bool attempt(const round_t *rd, unsigned char *big, int nth)
 {
     uint64_t again = 0;
-    b_probes = rd->a_sends;
+    a_sends = rd->a_sends;
     if (h_rank == 1 && rd->a_sends) {
         receiver(big, rd->len);
     } else if (h_rank == 1) {
