@@ -131,12 +131,6 @@ static void settle(xdev_tp_t *tp, shm_peer_t *p)
         shm_peer_fail(tp, p);
 }
 
-/* A single copy up to this long is made at once, when it is matched; a
- * longer one a piece this long per progress call, so that the device lock
- * is not held through all of a 16 MiB+ copy: between pieces a waiting
- * caller gives threads blocked on it a turn (progress.c). Both ways at
- * 2-4 MiB, reads made at once moved 6-9% more than in 1 MiB pieces. */
-#define COPY_PIECE ((size_t)4 << 20)
 /* A read longer than this is timed for the verdict; a shorter one is too
  * short to time well beside a system call. */
 #define COPY_TIMED_MIN ((size_t)1 << 20)
@@ -166,7 +160,8 @@ static void copy_pieces(xdev_tp_t *tp)
         xdev_rmaop_t *op = p->copies;
         if (!op)
             continue;
-        size_t n = op->len - p->copied < COPY_PIECE ? op->len - p->copied : COPY_PIECE;
+        size_t left = op->len - p->copied;
+        size_t n = left < XDEV_TP_PASS_BYTES ? left : XDEV_TP_PASS_BYTES;
         int rc = copy_part(tp, p, op, p->copied, n);
         xdev_core_moved(tp->dev); /* a waiter keeps polling: this is no idle wait */
         if (rc == XDEV_OK && (p->copied += n) < op->len)
@@ -279,7 +274,9 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     shm_peer_t *p = tp->by_rank[peer];
     if (!op->write && op->remote_key == SHM_OFFER_IF_BOTH_WAYS && !p->offers_open)
         return XDEV_ERR_BUSY; /* declined: the core has it streamed */
-    if (op->len <= COPY_PIECE) {
+    /* What one progress call may move is copied at once, when matched;
+     * a longer copy goes a piece a call (copy_pieces). */
+    if (op->len <= XDEV_TP_PASS_BYTES) {
         int rc = copy_part(tp, p, op, 0, op->len);
         if (rc == XDEV_OK && !op->write)
             shm_copied_once(p);

@@ -34,13 +34,6 @@
 #define MAX_IOV 64
 #define GATHER_MAX (256 * 1024)
 #define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
-/* What one call writes, or reads of a payload straight into place. A
- * socket may never fill up (or run dry) while the peer reads (or writes)
- * a long payload as fast as we move it, and a call that moved all of it
- * would keep the device lock throughout: a thread blocked on the lock
- * would wait for the whole message (over 50 ms for 256 MiB here, half a
- * second under TSan). shm copies in pieces this long too. */
-#define IO_PIECE ((size_t)4 << 20)
 #define MAX_FRAME ((uint64_t)1 << 62)
 
 /* ---- writing ---- */
@@ -101,9 +94,9 @@ static void mark_broken(xdev_tp_t *tp, tcp_conn_t *c)
     tcp_service_later(tp, c);
 }
 
-/* Write as much of peer's queue as the socket takes, up to IO_PIECE (a
- * queue left behind keeps EPOLLOUT wanted, so the next poll goes on),
- * then hand the finished ops back (only after the queue is consistent
+/* Write as much of peer's queue as the socket takes, up to
+ * XDEV_TP_PASS_BYTES (a queue left behind keeps EPOLLOUT wanted, so the
+ * next poll goes on), then hand the finished ops back (only after the queue is consistent
  * again, since the core may queue new ops from inside tx_done). */
 XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
 {
@@ -113,7 +106,7 @@ XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
         return;
     xdev_txq_t done = { 0 };
     size_t wrote = 0;
-    while (p->txq.head && wrote < IO_PIECE) {
+    while (p->txq.head && wrote < XDEV_TP_PASS_BYTES) {
         struct iovec iov[MAX_IOV];
         int n = 0;
         bool whole = true;
@@ -310,7 +303,7 @@ static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
         c->rx_got += (size_t)n;
         xdev_core_moved(tp->dev);
         direct += (size_t)n;
-        if (direct >= IO_PIECE && c->rx_got < rx->len) {
+        if (direct >= XDEV_TP_PASS_BYTES && c->rx_got < rx->len) {
             tcp_service_later(tp, c); /* the next call reads on */
             return false;
         }
