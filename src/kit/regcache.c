@@ -222,16 +222,27 @@ static int uffd_start(xdev_regcache_t *c)
     c->uffd = uffd_open();
     bool opened = c->uffd >= 0 && pipe2(c->stop_pipe, O_CLOEXEC) == 0;
     pthread_mutex_unlock(&open_lock);
-    if (!opened || pthread_create(&c->thread, NULL, event_thread, c) != 0)
-        return XDEV_ERR_SYSTEM;
-    c->thread_running = 1;
-    return XDEV_OK;
+    return opened ? XDEV_OK : XDEV_ERR_SYSTEM;
 }
 
 /* Ask for the range's unmap events. False if userfaultfd cannot watch it
- * (a file mapping, or another userfaultfd has it): then it is not cached. */
+ * (a file mapping, or another userfaultfd has it, or a forked child's
+ * cache, whose uffd is closed) or no thread could start to read them:
+ * then it is not cached.
+ *
+ * The event thread starts with the first range: until a range is watched
+ * no event can come, and a process of one thread keeps glibc's
+ * single-threaded shortcuts: 3-5% of ibv's 8-byte latency in the VM
+ * (test/bench/RESULTS.md, "One thread until the first registration"). */
 static int uffd_watch(xdev_regcache_t *c, uintptr_t start, uintptr_t end)
 {
+    if (c->uffd < 0)
+        return 0;
+    if (!c->thread_running) {
+        if (pthread_create(&c->thread, NULL, event_thread, c) != 0)
+            return 0;
+        c->thread_running = 1;
+    }
     struct uffdio_register reg = { .range = { .start = start, .len = end - start },
                                    .mode = UFFDIO_REGISTER_MODE_WP };
     return ioctl(c->uffd, UFFDIO_REGISTER, &reg) == 0;

@@ -11,6 +11,7 @@
  * not one that close's deregistrations cause, nor one after close while a
  * child forked from this process lives on.
  */
+#include <dirent.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -232,12 +233,25 @@ static void test_fork_child(void)
           WEXITSTATUS(status) == 0);
 }
 
+/* The threads of this process, as the kernel counts them. */
+static int threads(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        n += e->d_name[0] != '.';
+    if (dir)
+        closedir(dir);
+    return n;
+}
+
 int main(void)
 {
     test_off();
     xdev_regcache_params_t p = { .reg = fake_reg, .dereg = fake_dereg,
                                  .mode = XDEV_REGCACHE_UFFD };
     xdev_regcache_t *c;
+    int before = threads();
     int rc = xdev_regcache_open(&p, &c);
     if (rc != XDEV_OK) {
         fprintf(stderr, "userfaultfd is not available to this process (%d); the cache "
@@ -245,6 +259,12 @@ int main(void)
         return 1;
     }
     CHECK(xdev_regcache_mode(c) == XDEV_REGCACHE_UFFD);
+    /* An open cache costs no thread (a process of one keeps glibc's
+     * single-threaded locks) until it watches a range. (More than one
+     * then: TSan starts a thread of its own with the first.) */
+    CHECK(before > 0 && threads() == before);
+    static char page[4096] __attribute__((aligned(4096)));
+    CHECK(use(c, page, sizeof page) && threads() > before);
     test_mmap(c);
     test_malloc(c);
     uint64_t regs, hits;
