@@ -83,6 +83,11 @@ void xdev_core_moved(xdev_t *d)
     d->moved++;
 }
 
+bool xdev_core_lock_wanted(const xdev_t *d)
+{
+    return __atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED) != 0;
+}
+
 XDEV_HOT void progress_once(xdev_t *d)
 {
     for (int i = 0; i < d->ntps; i++)

@@ -251,7 +251,9 @@ typedef struct xdev_tp_ops {
     /* Deliver arrived messages and finish queued sends; wait up to
      * timeout_ms for something to happen. A call moves at most
      * XDEV_TP_PASS_BYTES of a long payload, so that the device lock it
-     * runs under is let go between pieces of a long message. */
+     * runs under is let go between pieces of a long message. A transport
+     * that loses speed by stopping there may go on to the next piece while
+     * no thread waits for the lock (xdev_core_lock_wanted). */
     void (*progress)(xdev_tp_t *tp, int timeout_ms);
     /* A file descriptor, the same for the transport's whole life, that
      * becomes readable when progress may have work once arm has returned
@@ -331,6 +333,8 @@ bool xdev_core_posted_from(const xdev_t *dev, int peer);
  * have finished anything: a waiter keeps polling rather than backing off
  * while one long message streams. */
 void xdev_core_moved(xdev_t *dev);
+/* Whether another thread is blocked waiting for the device lock now. */
+bool xdev_core_lock_wanted(const xdev_t *dev);
 
 /* Bootstrap: publish this rank's address under `key`, look up a peer's.
  * lookup returns 1 if found, 0 if not (yet), an XDEV_ERR_* on error. */

@@ -216,8 +216,8 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
                      ((fi->caps & FI_LOCAL_COMM) && !(fi->caps & FI_REMOTE_COMM));
     tp->inject_max = fi->tx_attr->inject_size;
     tp->rma_mode = rma_mode_of(fi, rma);
-    tp->rma_max = fi->ep_attr->max_msg_size < ((size_t)1 << 30) ? fi->ep_attr->max_msg_size
-                                                                 : ((size_t)1 << 30);
+    tp->rma_max = fi->ep_attr->max_msg_size < XDEV_TP_PASS_BYTES ? fi->ep_attr->max_msg_size
+                                                                  : XDEV_TP_PASS_BYTES;
     struct fi_av_attr av_attr = { .type = fi->domain_attr->av_type, .count = (size_t)tp->size };
     const char *step = "fi_fabric";
     int rc = ofi_lib.fabric(fi->fabric_attr, &tp->fabric, NULL);

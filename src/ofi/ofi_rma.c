@@ -157,12 +157,21 @@ static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     return 0;
 }
 
-/* Post queued transfers in order. No callbacks: runs inside ofi_rma too. */
+/* Post queued transfers in order. No callbacks: runs inside ofi_rma too.
+ *
+ * A provider may copy a whole op inside the call that posts it, with our
+ * device lock held (libfabric's shm reads 256 MiB with one
+ * process_vm_readv), so ops are XDEV_TP_PASS_BYTES at most and posting
+ * stops after one while another thread waits for the lock. It does not
+ * stop otherwise: one op a poll cost shm's provider 11% of its 16 MiB
+ * bandwidth both ways (test/bench/RESULTS.md, "ofi: RMA in pieces"). */
 void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
 {
+    bool posted = false;
     while (p->rmaq_head && !p->failed && !p->broken) {
         ofi_msg_t *m = p->rmaq_head;
-        int rc = post_piece(tp, p, m);
+        int rc = posted && xdev_core_lock_wanted(tp->dev) ? -FI_EAGAIN : post_piece(tp, p, m);
+        posted = true;
         if (rc == -FI_EAGAIN) {
             ofi_service_later(tp, p);
             return;
