@@ -64,6 +64,8 @@ typedef struct xdev_regcache_params {
 
 typedef struct xdev_regcache xdev_regcache_t;
 
+/* In mode uffd (or auto, where allowed) this opens the userfaultfd; the
+ * event thread that reads it starts with the first range cached. */
 int xdev_regcache_open(const xdev_regcache_params_t *p, xdev_regcache_t **out);
 /* The mode in force (auto resolved). */
 int xdev_regcache_mode(const xdev_regcache_t *c);

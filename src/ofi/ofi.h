@@ -166,7 +166,7 @@ struct xdev_tp {
     bool local_only;      /* the provider reaches this host only */
     char pid_space[128];  /* ofi_addr.c */
     size_t inject_max;
-    size_t rma_max;       /* largest single RMA op (ofi_rma_flush) */
+    size_t rma_max;       /* largest RMA op: XDEV_TP_PASS_BYTES at most (ofi_rma_flush) */
     int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */
     uint64_t next_key;    /* requested MR keys, without FI_MR_PROV_KEY */
     ofi_exposure_t *exposed;

@@ -96,8 +96,9 @@ static void mark_broken(xdev_tp_t *tp, tcp_conn_t *c)
 
 /* Write as much of peer's queue as the socket takes, up to
  * XDEV_TP_PASS_BYTES (a queue left behind keeps EPOLLOUT wanted, so the
- * next poll goes on), then hand the finished ops back (only after the queue is consistent
- * again, since the core may queue new ops from inside tx_done). */
+ * next poll goes on), then hand the finished ops back (only after the
+ * queue is consistent again, since the core may queue new ops from
+ * inside tx_done). */
 XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
 {
     tcp_peer_t *p = &tp->peers[peer];

@@ -15,7 +15,10 @@
  *    stopped spinning and yielding (5 ms, progress.c): it only polls, its
  *    transport being busy (shm_arm), and must still give B a turn. Over
  *    tcp the socket may never run dry while rank 1 writes as fast as A
- *    reads, so each poll must stop after a piece (XDEV_TP_PASS_BYTES);
+ *    reads, so each poll must stop after a piece (XDEV_TP_PASS_BYTES).
+ *    Over ofi a provider may copy a whole RMA op in the call that posts
+ *    it (libfabric's shm does), so ofi posts ops that long and stops
+ *    after one while B waits for the lock (ofi_rma_flush);
  *  - sending: the same the other way, A sends the 256 MiB and B probes;
  *    over tcp each poll must stop after writing a piece, the socket
  *    never filling up while rank 1 reads.
