@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "device.h"
+#include "../kit/thread.h"
 
 #define SPIN_NS 200000ull       /* pure busy-polling */
 #define YIELD_NS 5000000ull     /* then polling with sched_yield between */
@@ -272,7 +273,7 @@ static void *progress_main(void *arg)
 
 int progress_thread_start(xdev_t *d)
 {
-    if (pthread_create(&d->progress_thread, NULL, progress_main, d) != 0)
+    if (xdev_thread_start(&d->progress_thread, progress_main, d) != 0)
         return XDEV_ERR_SYSTEM;
     d->progress_thread_running = true;
     return XDEV_OK;

@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "regcache.h"
+#include "thread.h"
 #include "xdev.h"
 
 #define DEFAULT_MAX 64
@@ -239,7 +240,7 @@ static int uffd_watch(xdev_regcache_t *c, uintptr_t start, uintptr_t end)
     if (c->uffd < 0)
         return 0;
     if (!c->thread_running) {
-        if (pthread_create(&c->thread, NULL, event_thread, c) != 0)
+        if (xdev_thread_start(&c->thread, event_thread, c) != 0)
             return 0;
         c->thread_running = 1;
     }
