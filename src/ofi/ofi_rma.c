@@ -157,17 +157,17 @@ static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     return 0;
 }
 
-/* Post queued transfers in order. No callbacks: runs inside ofi_rma too.
+/* Post queued transfers in order, posted already true if this call has
+ * posted an op. No callbacks: runs inside ofi_rma too.
  *
  * A provider may copy a whole op inside the call that posts it, with our
  * device lock held (libfabric's shm reads 256 MiB with one
- * process_vm_readv), so ops are XDEV_TP_PASS_BYTES at most and posting
- * stops after one while another thread waits for the lock. It does not
- * stop otherwise: one op a poll cost shm's provider 11% of its 16 MiB
+ * process_vm_readv), so ops are XDEV_TP_PASS_BYTES at most and a call
+ * posts no second one while another thread waits for the lock. It does
+ * not stop otherwise: one op a poll cost shm's provider 11% of its 16 MiB
  * bandwidth both ways (test/bench/RESULTS.md, "ofi: RMA in pieces"). */
-void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
+static void post_queued(xdev_tp_t *tp, ofi_peer_t *p, bool posted)
 {
-    bool posted = false;
     while (p->rmaq_head && !p->failed && !p->broken) {
         ofi_msg_t *m = p->rmaq_head;
         int rc = posted && xdev_core_lock_wanted(tp->dev) ? -FI_EAGAIN : post_piece(tp, p, m);
@@ -189,6 +189,11 @@ void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
     }
 }
 
+void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    post_queued(tp, p, false);
+}
+
 int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 {
     ofi_peer_t *p = &tp->peers[peer];
@@ -206,6 +211,7 @@ int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     }
     m->rma = op;
     p->active = true;
+    bool posted = false;
     if (!p->rmaq_head) {
         /* Nothing ahead of it: a failure to post the first piece means
          * nothing moved, and the core streams the message instead. */
@@ -216,12 +222,13 @@ int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
         }
         if (m->all_posted)
             return 0;
+        posted = rc == 0;
     }
     if (p->rmaq_tail)
         p->rmaq_tail->qnext = m;
     else
         p->rmaq_head = m;
     p->rmaq_tail = m;
-    ofi_rma_flush(tp, p);
+    post_queued(tp, p, posted);
     return 0;
 }
