@@ -57,6 +57,7 @@
 #define OFI_CTRL_RESERVE 3   /* two CREDIT frames and a BYE beyond the credits */
 #define OFI_RX_BATCH 32
 #define OFI_EARLY_MAX 64     /* frames a peer may be ahead (> credits + reserve) */
+#define OFI_RMA_OPS_MAX 2    /* RMA ops in flight to a peer (ofi_rma_flush) */
 #define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
 #define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
 #define OFI_ADDR_MAX 256
@@ -135,6 +136,7 @@ typedef struct ofi_peer {
     xdev_txq_t txq;        /* not started */
     ofi_msg_t *cur;       /* the send being fragmented */
     ofi_msg_t *rmaq_head, *rmaq_tail; /* rma messages not fully posted */
+    unsigned rma_ops;     /* RMA ops posted, not completed */
     ofi_msg_t *inflight;  /* every message with posted or unposted parts */
     unsigned nctl;        /* control frames awaiting completion */
     /* receiving */

@@ -152,6 +152,7 @@ static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     }
     m->started = true;
     m->pending++;
+    p->rma_ops++;
     m->posted += n;
     m->all_posted = m->posted == op->len;
     return 0;
@@ -160,15 +161,25 @@ static int post_piece(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
 /* Post queued transfers in order, posted already true if this call has
  * posted an op. No callbacks: runs inside ofi_rma too.
  *
- * A provider may copy a whole op inside the call that posts it, with our
- * device lock held (libfabric's shm reads 256 MiB with one
+ * A provider may move a whole op inside one of our calls, with our device
+ * lock held: the one that posts it (libfabric's shm reads 256 MiB with one
  * process_vm_readv), so ops are XDEV_TP_PASS_BYTES at most and a call
  * posts no second one while another thread waits for the lock. It does
- * not stop otherwise: one op a poll cost shm's provider 11% of its 16 MiB
- * bandwidth both ways (test/bench/RESULTS.md, "ofi: RMA in pieces"). */
+ * not stop after one otherwise: one op a poll cost shm's provider 11% of
+ * its 16 MiB bandwidth both ways (test/bench/RESULTS.md, "ofi: RMA in
+ * pieces").
+ *
+ * Or the peer's call: tcp;ofi_rxm serves our reads inside the peer's
+ * fi_cq_read, every byte asked for while the socket keeps draining. So
+ * over a provider that leaves the host at most OFI_RMA_OPS_MAX ops are in
+ * flight to a peer, and more are posted as they complete
+ * (ofi_tx_complete). Not over one that stays on it: there the reader's
+ * own post makes the copy, and the cap cost shm's provider 9-18% of its
+ * 8-32 MiB bandwidth both ways (RESULTS, "ofi: two RMA ops in flight"). */
 static void post_queued(xdev_tp_t *tp, ofi_peer_t *p, bool posted)
 {
-    while (p->rmaq_head && !p->failed && !p->broken) {
+    while (p->rmaq_head && !p->failed && !p->broken &&
+           (tp->local_only || p->rma_ops < OFI_RMA_OPS_MAX)) {
         ofi_msg_t *m = p->rmaq_head;
         int rc = posted && xdev_core_lock_wanted(tp->dev) ? -FI_EAGAIN : post_piece(tp, p, m);
         posted = true;

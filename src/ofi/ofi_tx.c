@@ -318,6 +318,8 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
             p->bye_done = ok;
     } else {
         m->pending--;
+        if (m->rma && p->rma_ops-- == OFI_RMA_OPS_MAX && p->rmaq_head)
+            ofi_service_later(tp, p); /* room for the next (ofi_rma_flush) */
     }
     if (!ok && !p->failed) {
         ofi_peer_fail(tp, p); /* hands back m's op, and frees m if it is done */
@@ -345,6 +347,7 @@ void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
     xdev_txop_t *q = xdev_txq_take_all(&p->txq);
     p->cur = NULL;
     p->rmaq_head = p->rmaq_tail = NULL;
+    p->rma_ops = 0; /* what completes from now on has no rma to count */
     ofi_msg_t *next;
     for (ofi_msg_t *m = p->inflight; m; m = next) {
         next = m->next;
