@@ -57,7 +57,7 @@
 #define OFI_CTRL_RESERVE 3   /* two CREDIT frames and a BYE beyond the credits */
 #define OFI_RX_BATCH 32
 #define OFI_EARLY_MAX 64     /* frames a peer may be ahead (> credits + reserve) */
-#define OFI_RMA_OPS_MAX 2    /* RMA ops in flight to a peer (ofi_rma_flush) */
+#define OFI_RMA_BYTES_MAX (4 * XDEV_TP_PASS_BYTES) /* RMA in flight to a peer (ofi_rma_flush) */
 #define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
 #define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
 #define OFI_ADDR_MAX 256
@@ -109,6 +109,7 @@ typedef struct ofi_ctx {
     ofi_msg_t *msg;              /* NULL: a control frame */
     int peer;
     uint8_t kind;
+    size_t rma_len;              /* an RMA op's bytes (msg->rma) */
     uint8_t bytes[OFI_FIRST_HDR + XDEV_HEAD_MAX]; /* frame header and head */
 } ofi_ctx_t;
 
@@ -136,7 +137,7 @@ typedef struct ofi_peer {
     xdev_txq_t txq;        /* not started */
     ofi_msg_t *cur;       /* the send being fragmented */
     ofi_msg_t *rmaq_head, *rmaq_tail; /* rma messages not fully posted */
-    unsigned rma_ops;     /* RMA ops posted, not completed */
+    size_t rma_bytes;     /* RMA posted, not completed */
     ofi_msg_t *inflight;  /* every message with posted or unposted parts */
     unsigned nctl;        /* control frames awaiting completion */
     /* receiving */

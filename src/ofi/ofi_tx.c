@@ -309,6 +309,7 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
     ofi_peer_t *p = &tp->peers[c->peer];
     ofi_msg_t *m = c->msg;
     uint8_t kind = c->kind;
+    size_t rma_len = c->rma_len;
     ofi_ctx_put(tp, c);
     if (!m) {
         p->nctl--;
@@ -318,8 +319,12 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
             p->bye_done = ok;
     } else {
         m->pending--;
-        if (m->rma && p->rma_ops-- == OFI_RMA_OPS_MAX && p->rmaq_head)
-            ofi_service_later(tp, p); /* room for the next (ofi_rma_flush) */
+        if (m->rma) {
+            bool full = p->rma_bytes >= OFI_RMA_BYTES_MAX;
+            p->rma_bytes -= rma_len;
+            if (full && p->rma_bytes < OFI_RMA_BYTES_MAX && p->rmaq_head)
+                ofi_service_later(tp, p); /* room for the next (ofi_rma_flush) */
+        }
     }
     if (!ok && !p->failed) {
         ofi_peer_fail(tp, p); /* hands back m's op, and frees m if it is done */
@@ -347,7 +352,7 @@ void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
     xdev_txop_t *q = xdev_txq_take_all(&p->txq);
     p->cur = NULL;
     p->rmaq_head = p->rmaq_tail = NULL;
-    p->rma_ops = 0; /* what completes from now on has no rma to count */
+    p->rma_bytes = 0; /* what completes from now on has no rma to count */
     ofi_msg_t *next;
     for (ofi_msg_t *m = p->inflight; m; m = next) {
         next = m->next;
