@@ -21,7 +21,9 @@
  *    after one while B waits for the lock (ofi_rma_flush);
  *  - sending: the same the other way, A sends the 256 MiB and B probes;
  *    over tcp each poll must stop after writing a piece, the socket
- *    never filling up while rank 1 reads.
+ *    never filling up while rank 1 reads. Over ofi, tcp;ofi_rxm serves
+ *    rank 1's reads inside A's fi_cq_read, as many bytes as it asked
+ *    for, so rank 1 keeps no more than 16 MiB of them in flight.
  * On a loaded machine thread B may first run when A's wait is nearly over,
  * and then the times say nothing: such a round is run again (rank 0 tells
  * the others), up to ATTEMPTS times. Ranks past 1 only take part in the
