@@ -320,9 +320,8 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
     } else {
         m->pending--;
         if (m->rma) {
-            bool full = p->rma_bytes >= OFI_RMA_BYTES_MAX;
             p->rma_bytes -= rma_len;
-            if (full && p->rma_bytes < OFI_RMA_BYTES_MAX && p->rmaq_head)
+            if (p->rmaq_head)
                 ofi_service_later(tp, p); /* room for the next (ofi_rma_flush) */
         }
     }
