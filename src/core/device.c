@@ -94,8 +94,10 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
         device_free(d);
         return XDEV_ERR_NOMEM;
     }
-    for (int i = 0; i < d->size; i++)
+    for (int i = 0; i < d->size; i++) {
         d->peers[i].cut = UINT64_MAX;
+        d->peers[i].rndz_from = d->cfg.eager_limit + 1;
+    }
     auth_init(d);
     if ((rc = select_transports(d)) != XDEV_OK || (rc = xdev_boot_sync(d)) != XDEV_OK ||
         ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK)) {

@@ -164,6 +164,9 @@ typedef struct peer {
                          * path (recv_order.c); else they need not */
     uint8_t tp;         /* index into xdev.tps of the transport serving it */
     size_t eager_limit; /* largest eager message the peer may send us */
+    size_t rndz_from;   /* smallest message we send it by rendezvous: past our
+                         * eager limit, or lower where its transport copies
+                         * such messages once (xdev_core_peer_rndz_from) */
     uint64_t arrivals;  /* messages (eager, rendezvous offers) it sent us */
     uint64_t bytes_received, msgs_sent, bytes_sent; /* for xdev_stats */
     uint64_t cut;       /* arrival number of its first lost message, or
@@ -289,7 +292,7 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
 static inline bool peer_fits_short(const xdev_t *d, int peer, size_t len)
 {
     int t = d->peers[peer].tp;
-    return d->tps[t].ops->short_max && len <= d->tps[t].short_max;
+    return d->tps[t].ops->short_max && len <= d->tps[t].short_max && len < d->peers[peer].rndz_from;
 }
 
 /* device.c: free a device's memory, the unexpected queue with it (its

@@ -688,7 +688,10 @@ XDEV_HOT int proto_send(xdev_t *d, xreq_t *s, bool sync)
     }
     p->msgs_sent++;
     p->bytes_sent += s->len;
-    if (s->len > d->cfg.eager_limit) {
+    /* Under the eager limit a rendezvous is the transport's single copy,
+     * never for a vector (which it would stream) or a synchronous send
+     * (whose offer the receiver must not read before it matches). */
+    if (s->len >= p->rndz_from && (s->len > d->cfg.eager_limit || (!s->niov && !sync))) {
         d->rndz_sent++;
         return rndz_start(d, s);
     }
@@ -1034,6 +1037,8 @@ static void recv_filled(xdev_t *d, xreq_t *r)
     order_done(d, r);
 }
 
+static void fetch_offer(xdev_t *d, uxmsg_t *e);
+
 XDEV_HOT void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
 {
     if (!rx->cookie)
@@ -1046,6 +1051,8 @@ XDEV_HOT void xdev_core_rx_end(xdev_t *d, xdev_rx_t *rx)
     xreq_t *r = e->rreq;
     if (!r) {
         e->state = UX_READY;
+        if (e->type == XDEV_MSG_RNDZ_START && e->len && e->len <= d->peers[e->src].eager_limit)
+            fetch_offer(d, e);
         return;
     }
     if (e->type == XDEV_MSG_RNDZ_START) {
@@ -1108,6 +1115,12 @@ void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
         rndz_written(d, r);
     else
         rndz_read_done(d, r);
+}
+
+void xdev_core_peer_rndz_from(xdev_t *d, int peer, size_t from)
+{
+    size_t past = d->cfg.eager_limit + 1;
+    d->peers[peer].rndz_from = from && from < past ? from : past;
 }
 
 void xdev_core_peer_eager_limit(xdev_t *d, int peer, size_t limit)
@@ -1260,18 +1273,15 @@ struct claim_fetch {
     uxmsg_t *msg;
 };
 
-static void fetch_claim(xdev_t *d, uxmsg_t *e)
+/* Read offer e into data (cap bytes of the payload pool); false, with
+ * nothing changed, if memory for the request ran out. */
+static bool fetch(xdev_t *d, uxmsg_t *e, void *data, size_t cap, bool claimed)
 {
     struct claim_fetch *f = malloc(sizeof *f);
-    size_t cap;
-    void *data = xdev_payload_get(&d->payloads, e->len ? e->len : 1, &cap);
     xreq_t *r = f ? xreq_of(&f->req) : NULL;
-    if (!f || !data || req_start(d, r, REQ_RECV, data, e->len, e->src, e->tag, e->ctx) != XDEV_OK) {
-        /* Memory ran out: the later receive completes unheld (xdev.h),
-         * and the next one tries again. */
+    if (!f || req_start(d, r, REQ_RECV, data, e->len, e->src, e->tag, e->ctx) != XDEV_OK) {
         free(f);
-        xdev_payload_put(&d->payloads, data, cap);
-        return;
+        return false;
     }
     f->msg = e;
     e->fetch = f;
@@ -1279,11 +1289,47 @@ static void fetch_claim(xdev_t *d, uxmsg_t *e)
     e->data_cap = cap;
     e->type = XDEV_MSG_EAGER; /* its data will be here, as an eager message's is */
     e->state = UX_ARRIVING;
-    order_unclaim(&d->peers[e->src]);
+    if (claimed)
+        order_unclaim(&d->peers[e->src]);
     r->flags |= F_FETCH;
     recv_accept(r, e->src, e->tag, e->len);
     r->arrival = e->arrival;
     rndz_accept(d, r, e->remote_id, e->rndz_mode, e->remote_addr, e->remote_key);
+    return true;
+}
+
+static void fetch_claim(xdev_t *d, uxmsg_t *e)
+{
+    size_t cap;
+    void *data = xdev_payload_get(&d->payloads, e->len ? e->len : 1, &cap);
+    /* Memory ran out: the later receive completes unheld (xdev.h), and
+     * the next one tries again. */
+    if (data && !fetch(d, e, data, cap, true))
+        xdev_payload_put(&d->payloads, data, cap);
+}
+
+/* An offer within its sender's eager limit is a message its transport
+ * copies once (xdev_core_peer_rndz_from): read it in as it arrives, as
+ * the eager message would have been, so that its send completes whether a
+ * receive is posted or not (two ranks may each send the other one before
+ * receiving). Past the unexpected bound it waits for its receive. */
+static void fetch_offer(xdev_t *d, uxmsg_t *e)
+{
+    size_t cap;
+    if (d->ux_bytes + e->len > d->cfg.unexpected_limit)
+        return;
+    void *data = xdev_payload_get(&d->payloads, e->len, &cap);
+    if (!data)
+        return;
+    e->charge += e->len;
+    d->ux_bytes += e->len;
+    if (d->ux_bytes > d->ux_peak)
+        d->ux_peak = d->ux_bytes;
+    if (!fetch(d, e, data, cap, false)) {
+        e->charge -= e->len;
+        d->ux_bytes -= e->len;
+        xdev_payload_put(&d->payloads, data, cap);
+    }
 }
 
 void proto_fetch_claims(xdev_t *d, int src, uint64_t before)

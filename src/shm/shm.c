@@ -6,9 +6,11 @@
  *   XDEV_SHM_RING     data bytes of each ring (k/m suffixes; a power of two
  *                     is taken below it). Default: 2 MiB, less when more
  *                     than 5 ranks share the host (see ring_bytes_for).
- *   XDEV_SHM_CMA_MIN  smallest rendezvous the receiver fetches with
+ *   XDEV_SHM_CMA_MIN  smallest message the receiver fetches with
  *                     process_vm_readv instead of the pipelined double copy
- *                     (k/m/g suffixes, or "never"). 0 forces it always.
+ *                     (k/m/g suffixes, or "never"). 0 forces it always;
+ *                     under the eager limit it moves eager messages too
+ *                     (copy_once_from).
  *                     From SHM_ADAPT_MIN up it is also used while long
  *                     streams are slow or long messages go both ways
  *                     (shm_rndz_mode); never stops that too.
@@ -361,6 +363,20 @@ static void shm_close(xdev_tp_t *tp)
     free(tp);
 }
 
+/* A single-copy threshold under the eager limit moves eager messages too:
+ * the core sends them to each peer whose memory we can reach as offers to
+ * be read (or written), and reads one in as it arrives. */
+static void copy_once_from(xdev_tp_t *tp)
+{
+    if (tp->cma_min > tp->eager_limit)
+        return;
+    for (int i = 0; i < tp->npeers; i++) {
+        shm_peer_t *p = &tp->peers[i];
+        if (!p->gone && shm_seg_cma_works(tp, p))
+            xdev_core_peer_rndz_from(tp->dev, p->rank, tp->cma_min ? tp->cma_min : 1);
+    }
+}
+
 static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out)
 {
     if (params->size < 1 || params->rank < 0 || params->rank >= params->size)
@@ -404,6 +420,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
         shm_close(tp);
         return rc;
     }
+    copy_once_from(tp);
     tp->next_check_ms = xdev_now_coarse_ms() + SHM_CHECK_MS;
     *out = tp;
     return XDEV_OK;

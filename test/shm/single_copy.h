@@ -10,21 +10,21 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
+static inline double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void sleep_ms(long ms)
+static inline void sleep_ms(long ms)
 {
     nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
 }
 
 /* Yama's ptrace_scope 1 or more lets only root (CAP_SYS_PTRACE) read a
  * process that is not its descendant. */
-static int single_copy_allowed(void)
+static inline int single_copy_allowed(void)
 {
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
     int scope = 0;
