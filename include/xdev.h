@@ -284,7 +284,10 @@ XDEV_API int xdev_finalize(xdev_t *dev);
 /*
  * Standard-mode nonblocking send of len bytes from buf to rank dst.
  * Completes when buf may be reused, which for a message of at most the
- * eager limit is usually before the call returns.
+ * eager limit is usually before the call returns (over shared memory, one
+ * of 8 KiB or more may instead be read once by its receiver, and then
+ * completes when the receiver's progress has read it, receive posted or
+ * not: see the README).
  * Errors: XDEV_ERR_ARG (NULL dev/req, NULL buf with len > 0, dst out of
  * range, negative tag or ctx, req still active), XDEV_ERR_NOMEM. A dead
  * peer is never an error of the post: a send to a rank known to be dead

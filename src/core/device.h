@@ -288,11 +288,14 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
     return d->tps[d->peers[peer].tp].tp;
 }
 /* Whether a message of len payload bytes to peer may go as its
- * transport's short tier (XDEV_TX_NOW): never where it has none. */
+ * transport's short tier (XDEV_TX_NOW): never where it has none, nor
+ * from where it goes by rendezvous, which its transport may move (read
+ * without the lock: either answer sends the message correctly). */
 static inline bool peer_fits_short(const xdev_t *d, int peer, size_t len)
 {
     int t = d->peers[peer].tp;
-    return d->tps[t].ops->short_max && len <= d->tps[t].short_max && len < d->peers[peer].rndz_from;
+    return d->tps[t].ops->short_max && len <= d->tps[t].short_max &&
+           len < __atomic_load_n(&d->peers[peer].rndz_from, __ATOMIC_RELAXED);
 }
 
 /* device.c: free a device's memory, the unexpected queue with it (its

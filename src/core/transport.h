@@ -327,9 +327,9 @@ void xdev_core_peer_failed(xdev_t *dev, int peer);
 void xdev_core_peer_eager_limit(xdev_t *dev, int peer, size_t limit);
 /* Send peer messages from `from` bytes up by rendezvous, under the eager
  * limit too (0 or past it: from past it, the default), where rndz_mode
- * copies them once. The receiver reads such an offer in as it arrives,
- * as it would the eager message, so that the send still completes
- * without a receive posted for it. */
+ * copies them once; it may change at any time. The receiver reads such
+ * an offer in as it arrives, as it would the eager message, so that the
+ * send still completes without a receive posted for it. */
 void xdev_core_peer_rndz_from(xdev_t *dev, int peer, size_t from);
 /* Is a receive posted that names peer as its source? A transport that
  * has just delivered a short message from it may read on into the next

@@ -53,9 +53,10 @@ const xdev_var_t xdev_vars[] = {
     { "XDEV_SHM_RING", "shm", true, XDEV_VAR_SIZE, NULL, 4 * KIB, GIB,
       "2m", "bytes of each ring (less with more than 5 local ranks: 8 MiB into a rank in all)" },
     { "XDEV_SHM_CMA_MIN", "shm", true, XDEV_VAR_LIMIT, NULL, 0, 0, "16m",
-      "smallest message always copied once across processes (never, or 0: always); under "
-      "the eager limit such messages are still read in as they arrive; from 128k up also "
-      "while long messages stream slowly (with more local ranks than CPUs: under twice a "
+      "smallest message always copied once across processes (never, or 0: always; under "
+      "the eager limit such messages are still read in as they arrive); from 8k up also "
+      "where the receiver times that faster than the ring (read mode, ranks that fit the "
+      "CPUs), from 128k up also while long messages stream slowly (with more local ranks than CPUs: under twice a "
       "single copy's rate, in CPU time) or go both ways" },
     { "XDEV_SHM_CMA_MODE", "shm", true, XDEV_VAR_CHOICE, "read|write", 0, 0, "read",
       "read: the receiver pulls (process_vm_readv); write: the sender pushes" },

@@ -11,9 +11,11 @@
  *                     (k/m/g suffixes, or "never"). 0 forces it always;
  *                     under the eager limit it moves eager messages too
  *                     (copy_once_from).
- *                     From SHM_ADAPT_MIN up it is also used while long
- *                     streams are slow or long messages go both ways
- *                     (shm_rndz_mode); never stops that too.
+ *                     From SHM_MID_MIN up it is also used where the
+ *                     receiver times it faster (shm_middle.c), from
+ *                     SHM_ADAPT_MIN up while long streams are slow or long
+ *                     messages go both ways (shm_rndz_mode); never stops
+ *                     both.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -72,6 +74,12 @@ static int read_options(xdev_tp_t *tp, size_t *ring)
             *ring *= 2;
     }
     tp->cma_mode = push ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
+    /* Middle sizes are chosen by timing both ways, which takes a reader
+     * that makes the single copies (write mode: the sender) and ranks
+     * that run at once; a threshold set under the eager limit chooses
+     * for them (copy_once_from). */
+    tp->mid_adapts = push == 0 && tp->cpus_enough && tp->cma_min != SIZE_MAX &&
+                     tp->cma_min > tp->eager_limit;
     return XDEV_OK;
 }
 
@@ -147,9 +155,13 @@ static bool single_copy_timed(const xdev_tp_t *tp, size_t len)
  * is half of the verdict on its streams. */
 static int copy_part(xdev_tp_t *tp, shm_peer_t *p, xdev_rmaop_t *op, size_t at, size_t n)
 {
-    uint64_t t0 = !op->write && n > COPY_TIMED_MIN ? xdev_now_ns() : 0;
+    bool middle = !op->write && shm_mid_size(op->len);
+    uint64_t t0 = middle ? shm_mid_arrives(tp, p)
+                         : !op->write && n > COPY_TIMED_MIN ? xdev_now_ns() : 0;
     int rc = shm_seg_copy(tp, p->rank, (char *)op->local + at, n, op->remote_addr + at, op->write);
-    if (t0 && rc == XDEV_OK)
+    if (t0 && rc == XDEV_OK && middle)
+        shm_mid_read(p, n, t0);
+    else if (t0 && rc == XDEV_OK)
         shm_rate_single(tp, p, n, xdev_now_ns() - t0);
     return rc;
 }
@@ -232,7 +244,8 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
-    bool single = len >= tp->cma_min;
+    shm_mid_follow(tp, p);
+    bool single = len >= tp->cma_min || (shm_mid_size(len) && p->mid_follows && len >= p->mid_follows);
     bool adapts = !single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX;
     if (adapts)
         single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);

@@ -91,6 +91,21 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
  * ping-pongs took 0.58-0.83 of the time they took when this was 256 KiB,
  * about what Open MPI's single copy takes. */
 #define SHM_ADAPT_MIN ((size_t)128 << 10)
+
+/* Under SHM_ADAPT_MIN, from SHM_MID_MIN up, a message comes through the
+ * ring or is read once as its receiver has timed faster at its size (one
+ * of SHM_MID_BUCKETS powers of two), timing a pair of messages in every
+ * SHM_MID_SAMPLE, and all during a try of the way not chosen: SHM_MID_TRY_SPAN of them, after
+ * SHM_MID_TRY_FIRST messages, then twice as many each time, up to
+ * SHM_MID_TRY_MAX; a try the sender has not followed after
+ * SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
+#define SHM_MID_MIN ((size_t)8 << 10)
+#define SHM_MID_BUCKETS 4
+#define SHM_MID_SAMPLE 4
+#define SHM_MID_TRY_SPAN 4
+#define SHM_MID_TRY_FIRST 16
+#define SHM_MID_TRY_MAX 1024
+#define SHM_MID_TRY_GIVEUP 64
 #define SHM_SINGLE_GUESS 12000
 #define SHM_ADAPT_RETRY 64
 #define SHM_ADAPT_RETRY_MAX 4096
@@ -140,6 +155,20 @@ typedef struct shm_peer {
     unsigned offers_open; /* our long sends to it offered for reading, not done */
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
+    /* shm_middle.c: its 8-128 KiB messages to us ... */
+    uint32_t mid_rate[2][SHM_MID_BUCKETS]; /* bytes per us through the ring,
+                                            * read once; 0: not timed */
+    uint64_t mid_from;   /* ... read once from this size up (0: none) */
+    uint64_t mid_t0;     /* one through the ring being timed: when it began */
+    uint64_t mid_first;  /* ... and how long its first record took */
+    uint64_t mid_prev_end; /* when the first of a timed pair was in */
+    unsigned mid_seen;   /* since the last try began */
+    unsigned mid_every;  /* a try every this many */
+    unsigned mid_sample;
+    uint8_t mid_try, mid_last_try; /* the way tried now, and last */
+    uint8_t mid_try_left; /* its messages still to time */
+    /* ... and ours to it: from what size up it reads them, as we follow */
+    uint64_t mid_follows;
 } shm_peer_t;
 
 struct xdev_tp {
@@ -152,6 +181,8 @@ struct xdev_tp {
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
+    bool mid_adapts;      /* 8-128 KiB messages read once where faster
+                           * (shm_middle.c) */
     bool cpus_enough;     /* this host's ranks fit its CPUs (shm_verdict.c,
                            * the rings' start_over_behind) */
     unsigned copies;      /* single copies queued, all peers */
@@ -206,6 +237,19 @@ void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
 
+/* Bytes per us, at least 1: an average of 0 means nothing timed yet. */
+static inline uint32_t shm_rate_of(uint64_t bytes, uint64_t ns)
+{
+    uint64_t rate = bytes * 1000 / (ns ? ns : 1);
+    return rate < 1 ? 1 : rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
+}
+
+/* Half the old average, half the new rate: a change shows in two. */
+static inline uint32_t shm_rate_average(uint32_t avg, uint32_t rate)
+{
+    return avg ? (uint32_t)(((uint64_t)avg + rate) / 2) : rate;
+}
+
 /* shm_verdict.c. A long stream in from p begins (its first record holds
  * `first` payload bytes) or has all come in (p->in.got); its bytes, timed
  * from shm_stream_clock, or a single copy from it took ns: average its
@@ -219,6 +263,21 @@ void shm_rate_single(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_
 void shm_copied_once(shm_peer_t *p);
 /* The sender's side: whether to copy the next long rendezvous to p once. */
 bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls);
+
+/* shm_middle.c. Receiver: one of p's messages of SHM_MID_MIN up to
+ * SHM_ADAPT_MIN arrives (through the ring or as an offer to read): the
+ * clock to time it from, or 0 if it is not timed. A record of one timed
+ * through the ring was taken (last: the whole message is in), or a read
+ * of one begun at t0 ended. Sender: have the core send such messages to
+ * p as p last told us. */
+uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p);
+void shm_mid_ring_part(shm_peer_t *p, size_t len, bool last);
+void shm_mid_read(shm_peer_t *p, size_t len, uint64_t t0);
+void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p);
+static inline bool shm_mid_size(size_t len)
+{
+    return len >= SHM_MID_MIN && len < SHM_ADAPT_MIN;
+}
 
 /* We published records to p or released room in its ring to us: wake it
  * if it sleeps (shm_bell.c says why the order of the two steps holds). */

@@ -125,6 +125,8 @@ typedef struct shm_ring_ctl {
     _Atomic uint32_t closed; /* the consumer stopped reading: it left or gave up on us */
     _Atomic uint32_t slow_streams; /* long messages stream slowly through this
                                     * ring: copy them once instead (shm.c) */
+    _Atomic uint64_t single_from;  /* from this size up (0: none) messages under
+                                    * SHM_ADAPT_MIN are read once (shm_middle.c) */
     /* written by the producer */
     _Alignas(SHM_SPLIT) _Atomic uint32_t eof; /* the producer left after its last record */
     _Atomic int32_t producer; /* its pid, stored once it has mapped this ring

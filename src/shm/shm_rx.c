@@ -44,6 +44,8 @@ static bool take(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl, size_t skip)
     give_back(p, ctrl);
     if (p->stream_t0 && p->in.got == p->in.rx.len) /* before the core answers */
         shm_stream_end(tp, p);
+    if (p->mid_t0)
+        shm_mid_ring_part(p, p->in.rx.len, p->in.got == p->in.rx.len);
     xdev_rxmsg_placed(tp->dev, &p->in);
     return true;
 }
@@ -84,6 +86,9 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
     rx->payload = body - p->rx_skip == len ? b + p->rx_skip : NULL;
+    uint64_t t0 = shm_mid_size(rx->len) ? shm_mid_arrives(tp, p) : 0;
+    p->mid_t0 = 0;
+    p->mid_first = 0;
     int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
         shm_peer_fail(tp, p);
@@ -93,10 +98,14 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         return false;
     if (rc == XDEV_RX_DONE) {
         give_back(p, ctrl);
+        p->mid_t0 = t0;
+        if (t0)
+            shm_mid_ring_part(p, rx->len, true);
         return true;
     }
     if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
         shm_stream_begin(tp, p, body - p->rx_skip);
+    p->mid_t0 = rx->unexpected ? 0 : t0; /* (nor a buffered one) */
     return take(tp, p, ctrl, p->rx_skip);
 }
 

@@ -23,6 +23,8 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
     op->next = NULL;
     op->sent = 0;
     op->prefix_len = 0;
+    if (op->payload_len >= SHM_MID_MIN)
+        shm_mid_follow(tp, p);
     if (how == XDEV_TX_NOW) { /* one record, or nothing */
         if (p->txq.head || !proven(p) || !shm_ring_push_whole(&p->tx, op))
             return 0;
