@@ -1120,7 +1120,8 @@ void xdev_core_rma_done(xdev_t *d, xdev_rmaop_t *op, int err)
 void xdev_core_peer_rndz_from(xdev_t *d, int peer, size_t from)
 {
     size_t past = d->cfg.eager_limit + 1;
-    __atomic_store_n(&d->peers[peer].rndz_from, from && from < past ? from : past, __ATOMIC_RELAXED);
+    size_t at = from && from < past ? from : past;
+    __atomic_store_n(&d->peers[peer].rndz_from, at, __ATOMIC_RELAXED);
 }
 
 void xdev_core_peer_eager_limit(xdev_t *d, int peer, size_t limit)

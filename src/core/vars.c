@@ -56,8 +56,8 @@ const xdev_var_t xdev_vars[] = {
       "smallest message always copied once across processes (never, or 0: always; under "
       "the eager limit such messages are still read in as they arrive); from 8k up also "
       "where the receiver times that faster than the ring (read mode, ranks that fit the "
-      "CPUs), from 128k up also while long messages stream slowly (with more local ranks than CPUs: under twice a "
-      "single copy's rate, in CPU time) or go both ways" },
+      "CPUs), from 128k up also while long messages stream slowly (with more local ranks "
+      "than CPUs: under twice a single copy's rate, in CPU time) or go both ways" },
     { "XDEV_SHM_CMA_MODE", "shm", true, XDEV_VAR_CHOICE, "read|write", 0, 0, "read",
       "read: the receiver pulls (process_vm_readv); write: the sender pushes" },
     { "XDEV_TCP_ADDR", "tcp", true, XDEV_VAR_TEXT, NULL, 0, 0, "127.0.0.1",

@@ -245,7 +245,8 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
     shm_mid_follow(tp, p);
-    bool single = len >= tp->cma_min || (shm_mid_size(len) && p->mid_follows && len >= p->mid_follows);
+    bool single = len >= tp->cma_min ||
+                  (shm_mid_size(len) && p->mid_follows && len >= p->mid_follows);
     bool adapts = !single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX;
     if (adapts)
         single = shm_copy_once_next(p, len, single_copy_timed(tp, len), tp->polls);

@@ -95,10 +95,10 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 /* Under SHM_ADAPT_MIN, from SHM_MID_MIN up, a message comes through the
  * ring or is read once as its receiver has timed faster at its size (one
  * of SHM_MID_BUCKETS powers of two), timing a pair of messages in every
- * SHM_MID_SAMPLE, and all during a try of the way not chosen: SHM_MID_TRY_SPAN of them, after
- * SHM_MID_TRY_FIRST messages, then twice as many each time, up to
- * SHM_MID_TRY_MAX; a try the sender has not followed after
- * SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
+ * SHM_MID_SAMPLE, and all during a try of the way not chosen:
+ * SHM_MID_TRY_SPAN of them, after SHM_MID_TRY_FIRST messages, then twice
+ * as many each time, up to SHM_MID_TRY_MAX; a try the sender has not
+ * followed after SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
 #define SHM_MID_MIN ((size_t)8 << 10)
 #define SHM_MID_BUCKETS 4
 #define SHM_MID_SAMPLE 4
