@@ -99,12 +99,13 @@ static void rx_into(xdev_rx_t *rx, xreq_t *r, size_t n)
 /* ---- unexpected queue ---- */
 
 /* Give e a buffer for payload bytes, counted against the bound together
- * with the entry itself (past it when `over`: see stream_awaited). False
- * (nothing charged) when the bound or memory says no: the payload must
- * then wait where it is (deferred). */
+ * with the entry itself unless e is charged already (an offer read in:
+ * fetch_offer), past it when `over` (see stream_awaited). False (nothing
+ * more charged) when the bound or memory says no: the payload must then
+ * wait where it is (deferred). */
 static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload, bool over)
 {
-    size_t bytes = UX_ENTRY_COST + payload;
+    size_t bytes = (e->charge ? 0 : UX_ENTRY_COST) + payload;
     if (!over && d->ux_bytes + bytes > d->cfg.unexpected_limit)
         return false;
     if (payload <= UX_SMALL)
@@ -114,7 +115,7 @@ static bool ux_buffer(xdev_t *d, uxmsg_t *e, size_t payload, bool over)
     d->ux_bytes += bytes;
     if (d->ux_bytes > d->ux_peak)
         d->ux_peak = d->ux_bytes;
-    e->charge = bytes;
+    e->charge += bytes;
     return true;
 }
 
@@ -1316,20 +1317,11 @@ static void fetch_claim(xdev_t *d, uxmsg_t *e)
  * receiving). Past the unexpected bound it waits for its receive. */
 static void fetch_offer(xdev_t *d, uxmsg_t *e)
 {
-    size_t cap;
-    if (d->ux_bytes + e->len > d->cfg.unexpected_limit)
-        return;
-    void *data = xdev_payload_get(&d->payloads, e->len, &cap);
-    if (!data)
-        return;
-    e->charge += e->len;
-    d->ux_bytes += e->len;
-    if (d->ux_bytes > d->ux_peak)
-        d->ux_peak = d->ux_bytes;
-    if (!fetch(d, e, data, cap, false)) {
-        e->charge -= e->len;
-        d->ux_bytes -= e->len;
-        xdev_payload_put(&d->payloads, data, cap);
+    size_t charged = e->charge;
+    if (ux_buffer(d, e, e->len, false) && !fetch(d, e, e->data, e->data_cap, false)) {
+        d->ux_bytes -= e->charge - charged;
+        e->charge = charged;
+        ux_data_put(d, e);
     }
 }
 

@@ -159,7 +159,8 @@ typedef struct shm_peer {
     uint32_t mid_rate[2][SHM_MID_BUCKETS]; /* bytes per us through the ring,
                                             * read once; 0: not timed */
     uint64_t mid_from;   /* ... read once from this size up (0: none) */
-    uint64_t mid_t0;     /* one through the ring being timed: when it began */
+    uint64_t mid_t0;     /* one through the ring being timed: when it began
+                          * (0 between messages: shm_mid_ring_part) */
     uint64_t mid_first;  /* ... and how long its first record took */
     uint64_t mid_prev_end; /* when the first of a timed pair was in */
     unsigned mid_seen;   /* since the last try began */

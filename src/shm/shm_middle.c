@@ -146,8 +146,10 @@ void shm_mid_ring_part(shm_peer_t *p, size_t len, bool last)
         p->mid_first = spent ? spent : 1;
     if (!last)
         return;
+    uint64_t alone = spent + p->mid_first;
     p->mid_t0 = 0;
-    paired(p, RING, len, now, spent + p->mid_first, spent + p->mid_first);
+    p->mid_first = 0;
+    paired(p, RING, len, now, alone, alone);
 }
 
 void shm_mid_read(shm_peer_t *p, size_t len, uint64_t t0)

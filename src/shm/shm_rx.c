@@ -87,8 +87,6 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     p->rx_skip = 8 + head_len;
     rx->payload = body - p->rx_skip == len ? b + p->rx_skip : NULL;
     uint64_t t0 = shm_mid_size(rx->len) ? shm_mid_arrives(tp, p) : 0;
-    p->mid_t0 = 0;
-    p->mid_first = 0;
     int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
         shm_peer_fail(tp, p);
@@ -98,14 +96,16 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
         return false;
     if (rc == XDEV_RX_DONE) {
         give_back(p, ctrl);
-        p->mid_t0 = t0;
-        if (t0)
+        if (t0) {
+            p->mid_t0 = t0;
             shm_mid_ring_part(p, rx->len, true);
+        }
         return true;
     }
     if (rx->len >= SHM_ADAPT_MIN) /* (a deferred one is not timed) */
         shm_stream_begin(tp, p, body - p->rx_skip);
-    p->mid_t0 = rx->unexpected ? 0 : t0; /* (nor a buffered one) */
+    if (!rx->unexpected) /* (nor a buffered one) */
+        p->mid_t0 = t0;
     return take(tp, p, ctrl, p->rx_skip);
 }
 
