@@ -244,7 +244,7 @@ static int shm_rndz_mode(xdev_tp_t *tp, int peer, size_t len)
     shm_peer_t *p = tp->by_rank[peer];
     if (p->gone) /* (its segment may not even be mapped) */
         return XDEV_RNDZ_SEND;
-    shm_mid_follow(tp, p);
+    shm_mid_follow(tp, p, len);
     bool single = len >= tp->cma_min ||
                   (shm_mid_size(len) && p->mid_follows && len >= p->mid_follows);
     bool adapts = !single && len >= SHM_ADAPT_MIN && tp->cma_min != SIZE_MAX;

@@ -95,17 +95,21 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
 /* Under SHM_ADAPT_MIN, from SHM_MID_MIN up, a message comes through the
  * ring or is read once as its receiver has timed faster at its size (one
  * of SHM_MID_BUCKETS powers of two), timing a pair of messages in every
- * SHM_MID_SAMPLE, and all during a try of the way not chosen:
- * SHM_MID_TRY_SPAN of them, after SHM_MID_TRY_FIRST messages, then twice
- * as many each time, up to SHM_MID_TRY_MAX; a try the sender has not
- * followed after SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
+ * SHM_MID_SAMPLE, and all during a try of the way not chosen, after
+ * SHM_MID_TRY_FIRST messages, then twice as many each time, up to
+ * SHM_MID_TRY_MAX: the sender sends SHM_MID_TRY_SENDS the way tried, of
+ * which the first SHM_MID_TRY_COLD timed do not count and the next
+ * SHM_MID_TRY_SPAN do; a try the sender has not followed after
+ * SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
 #define SHM_MID_MIN ((size_t)8 << 10)
 #define SHM_MID_BUCKETS 4
-#define SHM_MID_SAMPLE 4
-#define SHM_MID_TRY_SPAN 4
+#define SHM_MID_SAMPLE 32
+#define SHM_MID_TRY_SPAN 3
 #define SHM_MID_TRY_FIRST 16
 #define SHM_MID_TRY_MAX 1024
 #define SHM_MID_TRY_GIVEUP 64
+#define SHM_MID_TRY_COLD 2
+#define SHM_MID_TRY_SENDS (2 * (SHM_MID_TRY_COLD + SHM_MID_TRY_SPAN))
 #define SHM_SINGLE_GUESS 12000
 #define SHM_ADAPT_RETRY 64
 #define SHM_ADAPT_RETRY_MAX 4096
@@ -156,8 +160,9 @@ typedef struct shm_peer {
     xdev_rmaop_t *copies, *copies_tail; /* single copies with it, in pieces */
     size_t copied;      /* bytes of the first one done */
     /* shm_middle.c: its 8-128 KiB messages to us ... */
-    uint32_t mid_rate[2][SHM_MID_BUCKETS]; /* bytes per us through the ring,
-                                            * read once; 0: not timed */
+    uint32_t mid_rate[2][SHM_MID_BUCKETS][3]; /* bytes per us through the
+                                               * ring, read once: the last
+                                               * three timed; 0: not timed */
     uint64_t mid_from;   /* ... read once from this size up (0: none) */
     uint64_t mid_t0;     /* one through the ring being timed: when it began
                           * (0 between messages: shm_mid_ring_part) */
@@ -168,8 +173,11 @@ typedef struct shm_peer {
     unsigned mid_sample;
     uint8_t mid_try, mid_last_try; /* the way tried now, and last */
     uint8_t mid_try_left; /* its messages still to time */
-    /* ... and ours to it: from what size up it reads them, as we follow */
+    /* ... and ours to it: from what size up it reads them, as we follow;
+     * the tries it asked for, and how many of ours a try still takes */
     uint64_t mid_follows;
+    uint32_t mid_tries_seen;
+    unsigned mid_try_sends;
 } shm_peer_t;
 
 struct xdev_tp {
@@ -274,7 +282,7 @@ bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls);
 uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p);
 void shm_mid_ring_part(shm_peer_t *p, size_t len, bool last);
 void shm_mid_read(shm_peer_t *p, size_t len, uint64_t t0);
-void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p);
+void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p, size_t len);
 static inline bool shm_mid_size(size_t len)
 {
     return len >= SHM_MID_MIN && len < SHM_ADAPT_MIN;

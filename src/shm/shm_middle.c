@@ -25,11 +25,15 @@
  * what they moved through the ring). So messages are timed in pairs,
  * the first to say when the second began, and a second that followed
  * sooner than it would have alone costs the time between the two.
- * We time a pair in every SHM_MID_SAMPLE messages, and every message
- * during a try: the way not chosen is never taken otherwise, so every
- * so often (SHM_MID_TRY_FIRST messages, then twice as far apart each
- * time the choice holds, up to SHM_MID_TRY_MAX) we ask the sender for
- * the other way until SHM_MID_TRY_SPAN of its messages have been timed.
+ * We time a pair in every SHM_MID_SAMPLE messages (the clock costs: at
+ * one in four, 8 KiB windows moved a few hundredths less), and every
+ * message during a try: the way not chosen is never taken otherwise, so
+ * every so often (SHM_MID_TRY_FIRST messages, then twice as far apart
+ * each time the choice holds, up to SHM_MID_TRY_MAX) we ask the sender
+ * to send its next SHM_MID_TRY_SENDS the other way. It counts them
+ * itself: a sender a window ahead would otherwise send a whole window
+ * the slower way before it saw the try end (8 KiB windows moved 0.82 of
+ * what they moved before the choice, with tries ended by us).
  */
 #include "shm.h"
 
@@ -44,12 +48,29 @@ static unsigned bucket(size_t len)
     return b;
 }
 
+/* A way's rate at a size is the median of its last three: a message
+ * the scheduler or an interrupt held up is slower by far, never faster,
+ * and one such must not turn the sender. */
+static uint32_t rate(const shm_peer_t *p, int way, unsigned b)
+{
+    const uint32_t *r = p->mid_rate[way][b];
+    uint32_t lo = r[0] < r[1] ? r[0] : r[1], hi = r[0] < r[1] ? r[1] : r[0];
+    return r[2] < lo ? lo : r[2] > hi ? hi : r[2];
+}
+
+static void rate_add(uint32_t *r, uint32_t now)
+{
+    r[0] = r[1] ? r[1] : now;
+    r[1] = r[2] ? r[2] : now;
+    r[2] = now;
+}
+
 /* Whether a read beats the ring in bucket b; the way chosen now keeps
  * its place until the other is an eighth faster, so that two rates about
  * equal do not make the sender switch back and forth. */
 static bool single_wins(const shm_peer_t *p, unsigned b)
 {
-    uint64_t ring = p->mid_rate[RING][b], single = p->mid_rate[SINGLE][b];
+    uint64_t ring = rate(p, RING, b), single = rate(p, SINGLE, b);
     bool now = p->mid_from && (SHM_MID_MIN << b) >= p->mid_from;
     return now ? single * 8 >= ring * 7 : single * 8 > ring * 9;
 }
@@ -60,7 +81,7 @@ static uint64_t verdict(const shm_peer_t *p)
 {
     uint64_t from = 0;
     for (unsigned b = SHM_MID_BUCKETS; b-- > 0;) {
-        if (!p->mid_rate[RING][b] || !p->mid_rate[SINGLE][b])
+        if (!rate(p, RING, b) || !rate(p, SINGLE, b))
             continue;
         if (!single_wins(p, b))
             break;
@@ -75,6 +96,9 @@ static void publish(shm_peer_t *p, uint64_t from)
         atomic_store_explicit(&p->rx.ctl->single_from, from, memory_order_relaxed);
 }
 
+/* The sender takes the way asked for its next SHM_MID_TRY_SENDS
+ * messages, counted as it sends them: sent in a window, they may all be
+ * out before it would have seen the try end. */
 static void try_begin(shm_peer_t *p)
 {
     p->mid_seen = 0;
@@ -85,14 +109,11 @@ static void try_begin(shm_peer_t *p)
     p->mid_try = !p->mid_from ? TRY_SINGLE : all_single ? TRY_RING
                  : p->mid_last_try == TRY_RING ? TRY_SINGLE : TRY_RING;
     p->mid_last_try = p->mid_try;
-    p->mid_try_left = SHM_MID_TRY_SPAN;
-    publish(p, p->mid_try == TRY_SINGLE ? SHM_MID_MIN : 0);
-}
-
-static void try_end(shm_peer_t *p)
-{
-    p->mid_try = TRY_NONE;
-    publish(p, p->mid_from);
+    p->mid_try_left = SHM_MID_TRY_COLD + SHM_MID_TRY_SPAN;
+    shm_ring_ctl_t *ctl = p->rx.ctl;
+    atomic_store_explicit(&ctl->try_from, p->mid_try == TRY_SINGLE ? SHM_MID_MIN : 0,
+                          memory_order_relaxed);
+    atomic_fetch_add_explicit(&ctl->tries, 1, memory_order_release);
 }
 
 uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p)
@@ -103,7 +124,7 @@ uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p)
         p->mid_every = SHM_MID_TRY_FIRST;
     if (p->mid_try) {
         if (++p->mid_seen > SHM_MID_TRY_GIVEUP) /* the sender does not follow */
-            try_end(p);
+            p->mid_try = TRY_NONE;
     } else if (++p->mid_seen >= p->mid_every) {
         try_begin(p);
     }
@@ -114,17 +135,22 @@ uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p)
 
 static void timed(shm_peer_t *p, int way, size_t len, uint64_t ns)
 {
+    bool tried = p->mid_try && (p->mid_try == TRY_SINGLE) == (way == SINGLE);
+    /* A switch leaves the caches cold to the way taken (a ring not
+     * written for a while goes twice as slow as warm): during a try the
+     * way not tried does not count, nor the first of the way tried. */
+    if (p->mid_try && (!tried || p->mid_try_left-- > SHM_MID_TRY_SPAN))
+        return;
     unsigned b = bucket(len);
-    p->mid_rate[way][b] = shm_rate_average(p->mid_rate[way][b], shm_rate_of(len, ns));
+    rate_add(p->mid_rate[way][b], shm_rate_of(len, ns));
     uint64_t from = verdict(p);
     if (from != p->mid_from) {
         p->mid_from = from;
         p->mid_every = SHM_MID_TRY_FIRST; /* it turned: look again soon */
     }
-    if (p->mid_try && (p->mid_try == TRY_SINGLE) == (way == SINGLE) && !--p->mid_try_left)
-        try_end(p);
-    else if (!p->mid_try)
-        publish(p, p->mid_from);
+    if (tried && !p->mid_try_left)
+        p->mid_try = TRY_NONE;
+    publish(p, p->mid_from);
 }
 
 /* A timed message of len bytes was in at `now`. The first of a pair only
@@ -141,6 +167,8 @@ static void paired(shm_peer_t *p, int way, size_t len, uint64_t now, uint64_t al
 
 void shm_mid_ring_part(shm_peer_t *p, size_t len, bool last)
 {
+    if (!last && p->mid_first) /* (the clock is not free) */
+        return;
     uint64_t now = xdev_now_ns(), spent = now - p->mid_t0;
     if (!p->mid_first)
         p->mid_first = spent ? spent : 1;
@@ -158,11 +186,20 @@ void shm_mid_read(shm_peer_t *p, size_t len, uint64_t t0)
     paired(p, SINGLE, len, now, now - t0, 2 * (now - t0));
 }
 
-void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p)
+void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p, size_t len)
 {
     if (!tp->mid_adapts)
         return;
-    uint64_t from = atomic_load_explicit(&p->tx.ctl->single_from, memory_order_relaxed);
+    shm_ring_ctl_t *ctl = p->tx.ctl;
+    uint32_t tries = atomic_load_explicit(&ctl->tries, memory_order_acquire);
+    if (tries != p->mid_tries_seen) {
+        p->mid_tries_seen = tries;
+        p->mid_try_sends = SHM_MID_TRY_SENDS;
+    }
+    bool trying = p->mid_try_sends && shm_mid_size(len);
+    uint64_t from = atomic_load_explicit(trying ? &ctl->try_from : &ctl->single_from,
+                                         memory_order_relaxed);
+    p->mid_try_sends -= trying;
     if (from == p->mid_follows || !shm_seg_cma_works(tp, p))
         return;
     p->mid_follows = from;

@@ -24,7 +24,7 @@ int shm_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
     op->sent = 0;
     op->prefix_len = 0;
     if (op->payload_len >= SHM_MID_MIN)
-        shm_mid_follow(tp, p);
+        shm_mid_follow(tp, p, op->payload_len);
     if (how == XDEV_TX_NOW) { /* one record, or nothing */
         if (p->txq.head || !proven(p) || !shm_ring_push_whole(&p->tx, op))
             return 0;
