@@ -138,7 +138,8 @@ static void timed(shm_peer_t *p, int way, size_t len, uint64_t ns)
     bool tried = p->mid_try && (p->mid_try == TRY_SINGLE) == (way == SINGLE);
     /* A switch leaves the caches cold to the way taken (a ring not
      * written for a while goes twice as slow as warm): during a try the
-     * way not tried does not count, nor the first of the way tried. */
+     * way not tried does not count, nor the first SHM_MID_TRY_COLD of
+     * the way tried. */
     if (p->mid_try && (!tried || p->mid_try_left-- > SHM_MID_TRY_SPAN))
         return;
     unsigned b = bucket(len);

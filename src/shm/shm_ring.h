@@ -127,7 +127,8 @@ typedef struct shm_ring_ctl {
                                     * ring: copy them once instead (shm.c) */
     _Atomic uint64_t single_from;  /* from this size up (0: none) messages under
                                     * SHM_ADAPT_MIN are read once (shm_middle.c) */
-    _Atomic uint64_t try_from;     /* ... or so, for a few, each time tries grows */
+    _Atomic uint64_t try_from;     /* ... or from this, for the producer's next
+                                    * few, each time tries grows (a try) */
     _Atomic uint32_t tries;
     /* written by the producer */
     _Alignas(SHM_SPLIT) _Atomic uint32_t eof; /* the producer left after its last record */
