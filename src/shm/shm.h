@@ -253,12 +253,6 @@ static inline uint32_t shm_rate_of(uint64_t bytes, uint64_t ns)
     return rate < 1 ? 1 : rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
 }
 
-/* Half the old average, half the new rate: a change shows in two. */
-static inline uint32_t shm_rate_average(uint32_t avg, uint32_t rate)
-{
-    return avg ? (uint32_t)(((uint64_t)avg + rate) / 2) : rate;
-}
-
 /* shm_verdict.c. A long stream in from p begins (its first record holds
  * `first` payload bytes) or has all come in (p->in.got); its bytes, timed
  * from shm_stream_clock, or a single copy from it took ns: average its

@@ -25,6 +25,12 @@ uint64_t shm_stream_clock(const xdev_tp_t *tp)
     return xdev_clock_ns(tp->cpus_enough ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID);
 }
 
+/* Half the old average, half the new rate: a change shows in two. */
+static uint32_t average(uint32_t avg, uint32_t rate)
+{
+    return avg ? (uint32_t)(((uint64_t)avg + rate) / 2) : rate;
+}
+
 static uint32_t single_rate(const shm_peer_t *p)
 {
     return p->single_rate ? p->single_rate : SHM_SINGLE_GUESS;
@@ -61,7 +67,7 @@ void shm_rate_stream(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_
     p->warm_bytes += bytes;
     if (!warm)
         return;
-    p->ring_rate = shm_rate_average(p->ring_rate, shm_rate_of(bytes, ns));
+    p->ring_rate = average(p->ring_rate, shm_rate_of(bytes, ns));
     verdict(tp, p);
 }
 
@@ -147,6 +153,6 @@ bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls)
 
 void shm_rate_single(const xdev_tp_t *tp, shm_peer_t *p, uint64_t bytes, uint64_t ns)
 {
-    p->single_rate = shm_rate_average(p->single_rate, shm_rate_of(bytes, ns));
+    p->single_rate = average(p->single_rate, shm_rate_of(bytes, ns));
     verdict(tp, p);
 }
