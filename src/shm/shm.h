@@ -42,7 +42,7 @@
 #include "shm_ring.h"
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
-#define SHM_VERSION 3
+#define SHM_VERSION 4
 #define SHM_CHECK_MS 20     /* how often departed peers are looked for ... */
 #define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */

@@ -41,9 +41,10 @@
  * SHM_HEAD_CHECK_EVERY bytes (below). Nothing else is shared on the fast
  * path: one copy in, one release store; one acquire load, one copy out,
  * one release store (for unexpected messages, one now and then: below).
- * Each half of the ctl block is written by one process only, and the
- * halves are 128 bytes apart because adjacent-line prefetchers move lines
- * in pairs.
+ * The ctl block has three parts, each written by one process only: the
+ * consumer's head, its word now and then to the producer, and the
+ * producer's own; they are 128 bytes apart because adjacent-line
+ * prefetchers move lines in pairs.
  *
  * The consumer publishes at once after a message that a posted receive
  * took: its reader keeps up, and a producer that looks whether the ring
@@ -123,8 +124,12 @@ typedef struct shm_ring_ctl {
     _Alignas(SHM_SPLIT) _Atomic uint64_t head; /* bytes of the ring read and released */
     _Atomic uint32_t seen;   /* the consumer has begun reading this ring */
     _Atomic uint32_t closed; /* the consumer stopped reading: it left or gave up on us */
-    _Atomic uint32_t slow_streams; /* long messages stream slowly through this
-                                    * ring: copy them once instead (shm.c) */
+    /* ... now and then, and read by the producer for every message of some
+     * sizes: apart from head, whose line the consumer writes all the time
+     * (measured: test/bench/RESULTS.md, "shm middle sizes, part 8") */
+    _Alignas(SHM_SPLIT) _Atomic uint32_t slow_streams; /* long messages stream
+                                    * slowly through this ring: copy them
+                                    * once instead (shm.c) */
     _Atomic uint64_t single_from;  /* from this size up (0: none) messages under
                                     * SHM_ADAPT_MIN are read once (shm_middle.c) */
     _Atomic uint64_t try_from;     /* ... or from this, for the producer's next
@@ -137,7 +142,7 @@ typedef struct shm_ring_ctl {
     uint64_t eager_limit;     /* the largest eager message it sends */
 } shm_ring_ctl_t;
 
-_Static_assert(sizeof(shm_ring_ctl_t) == 2 * SHM_SPLIT, "two halves, one per process");
+_Static_assert(sizeof(shm_ring_ctl_t) == 3 * SHM_SPLIT, "three parts, each written by one process");
 
 /* The producer's private view of a ring in the peer's segment. */
 typedef struct shm_txring {
