@@ -156,7 +156,7 @@ static bool single_copy_timed(const xdev_tp_t *tp, size_t len)
 static int copy_part(xdev_tp_t *tp, shm_peer_t *p, xdev_rmaop_t *op, size_t at, size_t n)
 {
     bool middle = !op->write && shm_mid_size(op->len);
-    uint64_t t0 = middle ? shm_mid_arrives(tp, p)
+    uint64_t t0 = middle ? shm_mid_arrives(tp, p, 0)
                          : !op->write && n > COPY_TIMED_MIN ? xdev_now_ns() : 0;
     int rc = shm_seg_copy(tp, p->rank, (char *)op->local + at, n, op->remote_addr + at, op->write);
     if (t0 && rc == XDEV_OK && middle)

@@ -168,6 +168,7 @@ typedef struct shm_peer {
                           * (0 between messages: shm_mid_ring_part) */
     uint64_t mid_first;  /* ... and how long its first record took */
     uint64_t mid_prev_end; /* when the first of a timed pair was in */
+    uint64_t mid_walked; /* how far into the ring such messages have come */
     unsigned mid_seen;   /* since the last try began */
     unsigned mid_every;  /* a try every this many */
     unsigned mid_sample;
@@ -268,12 +269,12 @@ void shm_copied_once(shm_peer_t *p);
 bool shm_copy_once_next(shm_peer_t *p, size_t len, bool timed, unsigned polls);
 
 /* shm_middle.c. Receiver: one of p's messages of SHM_MID_MIN up to
- * SHM_ADAPT_MIN arrives (through the ring or as an offer to read): the
- * clock to time it from, or 0 if it is not timed. A record of one timed
- * through the ring was taken (last: the whole message is in), or a read
- * of one begun at t0 ended. Sender: have the core send such messages to
- * p as p last told us. */
-uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p);
+ * SHM_ADAPT_MIN arrives (through the ring, ring_len bytes at our place
+ * in it, or as an offer to read: 0): the clock to time it from, or 0 if
+ * it is not timed. A record of one timed through the ring was taken
+ * (last: the whole message is in), or a read of one begun at t0 ended.
+ * Sender: have the core send such messages to p as p last told us. */
+uint64_t shm_mid_arrives(const xdev_tp_t *tp, shm_peer_t *p, size_t ring_len);
 void shm_mid_ring_part(shm_peer_t *p, size_t len, bool last);
 void shm_mid_read(shm_peer_t *p, size_t len, uint64_t t0);
 void shm_mid_follow(xdev_tp_t *tp, shm_peer_t *p, size_t len);

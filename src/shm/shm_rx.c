@@ -86,7 +86,7 @@ static bool start_message(xdev_tp_t *tp, shm_peer_t *p, uint64_t ctrl)
     rx->len = (size_t)len;
     p->rx_skip = 8 + head_len;
     rx->payload = body - p->rx_skip == len ? b + p->rx_skip : NULL;
-    uint64_t t0 = shm_mid_size(rx->len) ? shm_mid_arrives(tp, p) : 0;
+    uint64_t t0 = shm_mid_size(rx->len) ? shm_mid_arrives(tp, p, rx->len) : 0;
     int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
         shm_peer_fail(tp, p);
