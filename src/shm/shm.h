@@ -96,17 +96,21 @@ enum shm_cma { CMA_UNTESTED, CMA_WORKS, CMA_BROKEN };
  * ring or is read once as its receiver has timed faster at its size (one
  * of SHM_MID_BUCKETS powers of two), timing a pair of messages in every
  * SHM_MID_SAMPLE, and all during a try of the way not chosen, after
- * SHM_MID_TRY_FIRST messages, then twice as many each time, up to
- * SHM_MID_TRY_MAX: the sender sends SHM_MID_TRY_SENDS the way tried, of
- * which the first SHM_MID_TRY_COLD timed do not count and the next
- * SHM_MID_TRY_SPAN do; a try the sender has not followed after
- * SHM_MID_TRY_GIVEUP messages ends (shm_middle.c). */
+ * SHM_MID_TRY_FIRST messages (again when the choice turns or a size is
+ * first timed), then twice as many each time, up to SHM_MID_TRY_MAX: the
+ * sender sends SHM_MID_TRY_SENDS the way tried, of which the first
+ * SHM_MID_TRY_COLD timed do not count and the next SHM_MID_TRY_SPAN do;
+ * a try the sender has not followed after SHM_MID_TRY_GIVEUP messages
+ * ends (shm_middle.c). Where the way chosen is the faster by far, a try
+ * costs: with one every 1024 messages at most, 8-16 KiB windows moved
+ * 0.87-0.91 of what they moved with none (test/bench/RESULTS.md, "shm
+ * middle sizes, part 8"). */
 #define SHM_MID_MIN ((size_t)8 << 10)
 #define SHM_MID_BUCKETS 4
 #define SHM_MID_SAMPLE 32
 #define SHM_MID_TRY_SPAN 3
 #define SHM_MID_TRY_FIRST 16
-#define SHM_MID_TRY_MAX 1024
+#define SHM_MID_TRY_MAX 8192
 #define SHM_MID_TRY_GIVEUP 64
 #define SHM_MID_TRY_COLD 2
 #define SHM_MID_TRY_SENDS (2 * (SHM_MID_TRY_COLD + SHM_MID_TRY_SPAN))

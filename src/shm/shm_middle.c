@@ -164,6 +164,8 @@ static void timed(shm_peer_t *p, int way, size_t len, uint64_t ns)
     if (p->mid_try && (!tried || p->mid_try_left-- > SHM_MID_TRY_SPAN))
         return;
     unsigned b = bucket(len);
+    if (!rate(p, RING, b) && !rate(p, SINGLE, b) && p->mid_every > SHM_MID_TRY_FIRST)
+        p->mid_every = SHM_MID_TRY_FIRST; /* a size new to us: try it soon */
     rate_add(p->mid_rate[way][b], shm_rate_of(len, ns));
     uint64_t from = verdict(p);
     if (from != p->mid_from) {
