@@ -117,13 +117,13 @@ static void try_begin(shm_peer_t *p)
 }
 
 /* Does a message taking len bytes of p's ring from our place in it reach
- * further than any before it? Its pages are then new to us, and the first
- * touch of a page costs 5-6 us on the development VM even once the kernel
- * has mapped it: 8 KiB messages of the ring's first lap took 11 us each to
- * read there, those of the next 0.7, and read once 2-4. Timed, the first
- * lap turned 8 KiB ping-pongs to reads; tries of the ring then walked on
- * into new pages a few messages at a time, and the ring never won back
- * (3.1 us a message against 1.4). */
+ * further than any before it? Its pages are then new to us, and the
+ * first touch of a page costs 5-6 us on the development VM even once the
+ * kernel has mapped it: 8 KiB messages of the ring's first lap took 11 us
+ * each to copy out there, those of later laps 0.3-1.0, and read once
+ * 2.7-3.5. Timed, the first lap turned 8 KiB ping-pongs to reads; tries
+ * of the ring then walked on into new pages a few messages at a time,
+ * and the ring never won back (3.1 us a message against 1.4). */
 static bool fresh(shm_peer_t *p, size_t len)
 {
     uint64_t end = (p->rx.head & p->rx.mask) + SHM_START_FRAMING + len;
