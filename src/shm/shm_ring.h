@@ -42,9 +42,10 @@
  * path: one copy in, one release store; one acquire load, one copy out,
  * one release store (for unexpected messages, one now and then: below).
  * The ctl block has three parts, each written by one process only: the
- * consumer's head, its word now and then to the producer, and the
- * producer's own; they are 128 bytes apart because adjacent-line
- * prefetchers move lines in pairs.
+ * consumer's head, its word now and then to the producer (which the
+ * producer loads for every message of 8-128 KiB, so it must not share
+ * head's line), and the producer's own; they are 128 bytes apart because
+ * adjacent-line prefetchers move lines in pairs.
  *
  * The consumer publishes at once after a message that a posted receive
  * took: its reader keeps up, and a producer that looks whether the ring
