@@ -64,7 +64,10 @@
  *    has. A rendezvous no receive has matched yet holds nothing back (a
  *    program may receive a sender's messages in any order of tags), so a
  *    later message received while the sender lived stays received if the
- *    sender then dies before that rendezvous is.
+ *    sender then dies before that rendezvous is. So does a later message
+ *    claimed by a matched probe whose data had all arrived when the sender
+ *    died: its handle still receives it, unless a message of that sender
+ *    matched or claimed before it could not be completed.
  */
 #ifndef XDEV_H
 #define XDEV_H

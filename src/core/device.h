@@ -128,6 +128,8 @@ typedef struct uxmsg {
     uint8_t state;
     bool claimed;                /* taken out of matching by a matched
                                   * probe: only its handle receives it */
+    bool kept;                   /* claimed and whole when its sender died:
+                                  * still received (xdev_core_peer_failed) */
     uint64_t claim;              /* which claim, for the handle to check */
     struct uxmsg *cl_prev, *cl_next; /* xdev.claimed, while claimed */
     struct claim_fetch *fetch;   /* the core reading a claimed rendezvous's

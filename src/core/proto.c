@@ -711,7 +711,8 @@ XDEV_HOT int proto_send(xdev_t *d, xreq_t *s, bool sync)
 
 bool proto_lost(const xdev_t *d, const uxmsg_t *e)
 {
-    return e->state == UX_LOST || (e->src != d->rank && e->arrival > d->peers[e->src].cut);
+    return e->state == UX_LOST ||
+           (e->src != d->rank && e->arrival > d->peers[e->src].cut && !e->kept);
 }
 
 /* r took unexpected entry e. */
@@ -753,6 +754,8 @@ static void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
         if (e->self_sreq) {
             req_complete(d, e->self_sreq, XDEV_OK);
             req_complete(d, r, XDEV_OK);
+        } else if (e->kept) {
+            req_complete(d, r, XDEV_OK); /* past the cut, yet kept: see there */
         } else {
             if (e->type == XDEV_MSG_EAGER_SYNC)
                 send_control(d, r, e->src, XDEV_MSG_SYNC_ACK, e->remote_id);
@@ -1173,6 +1176,14 @@ static void ux_lose(xdev_t *d, uxmsg_t *e)
  * has matched it yet, it stays queued as a lost marker for the receive
  * that will. Everything after it is dropped, and every later receive
  * naming the sender fails.
+ *
+ * Except what was matched while the sender lived: as a message received
+ * then stays received, a claim whose data is all here stays receivable
+ * through its handle, since a later message may have been received
+ * already (its receive waited for the claim's data, proto_fetch_claims).
+ * That holds up to the first matched message that cannot be completed
+ * (`matched`: an open receive, a claim or a receive still waiting for
+ * data); a claim past it fails, or the claims would have a hole.
  */
 void xdev_core_peer_failed(xdev_t *d, int peer)
 {
@@ -1180,20 +1191,30 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     if (p->dead)
         return;
     p->dead = true;
-    uint64_t cut = p->cut < order_first_open(p) ? p->cut : order_first_open(p);
-    for (uxmsg_t *e = d->ux_head; e; e = e->next)
-        if (e->src == peer && !ux_complete(e) && e->arrival < cut)
+    uint64_t matched = p->cut < order_first_open(p) ? p->cut : order_first_open(p);
+    uint64_t cut = matched;
+    for (uxmsg_t *e = d->ux_head; e; e = e->next) {
+        if (e->src != peer || ux_complete(e))
+            continue;
+        if (e->arrival < cut)
             cut = e->arrival;
+        if ((e->claimed || e->rreq) && e->arrival < matched)
+            matched = e->arrival;
+    }
     order_sender_failed(d, peer, cut);
 
     /* First take every entry past the cut out of the deferred set, so that
      * freeing memory below resumes none of them. */
     bool freed = false;
     for (uxmsg_t *e = d->ux_head; e; e = e->next) {
-        if (e->src == peer && e->arrival >= cut && e->state != UX_LOST) {
-            freed |= e->charge != 0;
-            ux_lose(d, e);
+        if (e->src != peer || e->arrival < cut || e->state == UX_LOST)
+            continue;
+        if (e->claimed && e->arrival < matched && ux_complete(e)) {
+            e->kept = true;
+            continue;
         }
+        freed |= e->charge != 0;
+        ux_lose(d, e);
     }
     uxmsg_t *next;
     for (uxmsg_t *e = d->ux_head; e; e = next) {

@@ -14,6 +14,13 @@
  *     without finalizing. Once rank 0 sees rank 1 dead it receives A: B was
  *     delivered, so A, sent before it, must be too (the prefix rule); C
  *     must be received whole or fail with XDEV_ERR_PEER.
+ *
+ *   fault_claim_order unmatched
+ *     As death, with a rendezvous message U sent before A that rank 0
+ *     never matches, so that the sender's stream is cut at U: A must
+ *     still be received (it was claimed, and its data read in before B
+ *     completed), and U found as the cut, by a matched probe that fails
+ *     with XDEV_ERR_PEER naming it. (The soak found it: A failed there.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +36,25 @@
 #define TAG_C 3
 #define TAG_GO 4
 #define TAG_NEVER 5
+#define TAG_U 6
 #define BIG (1u << 20) /* above every transport's eager limit */
 #define SMALL 100
 
 static const uint32_t seed_of[] = { [TAG_A] = 11, [TAG_B] = 22, [TAG_C] = 33 };
 
-static void sender(xdev_t *dev, int death)
+enum mode { ORDER, DEATH, UNMATCHED };
+
+static void sender(xdev_t *dev, enum mode mode)
 {
     size_t len[] = { [TAG_A] = BIG, [TAG_B] = SMALL, [TAG_C] = BIG };
     xdev_request_t req[4];
     unsigned char *buf[4];
+    int death = mode != ORDER;
+    if (mode == UNMATCHED) { /* never received: its request dies with us */
+        static unsigned char u[BIG];
+        xdev_request_t ureq;
+        REQUIRE_RC(xdev_isend(dev, u, BIG, 0, TAG_U, CTX, &ureq), XDEV_OK);
+    }
     for (int t = TAG_A; t <= TAG_C; t++) {
         buf[t] = malloc(len[t]);
         REQUIRE(buf[t], "out of memory");
@@ -90,8 +106,9 @@ static void wait_dead(xdev_t *dev)
             st.error);
 }
 
-static void receiver(xdev_t *dev, int death)
+static void receiver(xdev_t *dev, enum mode mode)
 {
+    int death = mode != ORDER;
     xdev_message_t msg[4];
     for (int t = TAG_A; t <= TAG_C; t++) {
         xdev_status_t st;
@@ -113,20 +130,32 @@ static void receiver(xdev_t *dev, int death)
     CHECK(rc == XDEV_OK, "B was delivered but A, sent before it, failed with %d: not a prefix", rc);
     rc = receive(dev, &msg[TAG_C], TAG_C);
     CHECK(rc == XDEV_OK || rc == XDEV_ERR_PEER, "C failed with %d", rc);
+    if (mode == UNMATCHED) {
+        xdev_message_t u;
+        xdev_status_t st;
+        rc = xdev_mprobe(dev, 1, XDEV_ANY_TAG, CTX, &u, &st);
+        CHECK(rc == XDEV_ERR_PEER && st.error == XDEV_ERR_PEER && st.tag == TAG_U,
+              "U, never matched, is not found as the cut: %d, status error %d tag %d", rc,
+              st.error, st.tag);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    int death = argc > 1 && strcmp(argv[1], "death") == 0;
-    fault_setup(death ? "fault-claim-order-death" : "fault-claim-order", 90);
+    const char *arg = argc > 1 ? argv[1] : "order";
+    enum mode mode = strcmp(arg, "death") == 0       ? DEATH
+                     : strcmp(arg, "unmatched") == 0 ? UNMATCHED
+                                                     : ORDER;
+    fault_setup(mode == DEATH ? "fault-claim-order-death"
+                : mode == UNMATCHED ? "fault-claim-order-unmatched" : "fault-claim-order", 90);
     xdev_t *dev;
     fault_step("xdev_init");
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
     REQUIRE(xdev_size(dev) == 2, "run with -n 2");
     if (xdev_rank(dev) == 1)
-        sender(dev, death);
+        sender(dev, mode);
     else
-        receiver(dev, death);
+        receiver(dev, mode);
     fault_step("xdev_finalize");
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
     return fault_finish();

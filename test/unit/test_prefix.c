@@ -10,7 +10,9 @@
  *  - a later eager message whose receive is done while an earlier
  *    rendezvous from the same sender is under way completes only after it,
  *    and fails with it when the sender dies;
- *  - a message claimed by a matched probe is never freed under its handle;
+ *  - a message claimed by a matched probe is never freed under its handle,
+ *    and one whole when its sender dies is still received, past a cut at
+ *    a message nobody matched, but not past a claim that cannot complete;
  *  - a claimed rendezvous that a later message's receive would overtake is
  *    fetched first, also when it was claimed while that receive was held,
  *    and its handle received while the fetch is under way waits for it;
@@ -226,36 +228,6 @@ static void test_earlier_not_held(void)
     free_dev(d);
 }
 
-/* A message claimed by a matched probe stays for its handle through its
- * sender's death: whole before the cut, failed after it. */
-static void test_claimed_through_death(void)
-{
-    xdev_t *d = new_dev();
-    eager(d, 5, "kept");
-    offer(d, 6);
-    eager(d, 7, "after");
-    uxmsg_t *before = proto_probe(d, PEER, 5, CTX), *after = proto_probe(d, PEER, 7, CTX);
-    CHECK(before && after);
-    proto_claim(d, before);
-    proto_claim(d, after);
-    CHECK(proto_find_claim(d, before, before->claim) == before);
-    xdev_core_peer_failed(d, PEER);
-    CHECK(proto_find_claim(d, after, after->claim) == after); /* not freed under its handle */
-    char buf[16];
-    xreq_t r;
-    xdev_status_t st;
-    CHECK(req_start(d, &r, REQ_RECV, buf, sizeof buf, PEER, 7, CTX) == XDEV_OK);
-    proto_recv_claimed(d, after, &r);
-    reap(d, &r, &st);
-    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 7);
-    CHECK(req_start(d, &r, REQ_RECV, buf, sizeof buf, PEER, 5, CTX) == XDEV_OK);
-    proto_recv_claimed(d, before, &r);
-    reap(d, &r, &st);
-    CHECK(st.error == XDEV_OK && st.count == 4 && memcmp(buf, "kept", 4) == 0);
-    CHECK(d->claimed == NULL);
-    free_dev(d);
-}
-
 static uxmsg_t *claim(xdev_t *d, int tag)
 {
     uxmsg_t *e = proto_probe(d, PEER, tag, CTX);
@@ -267,6 +239,89 @@ static uxmsg_t *claim(xdev_t *d, int tag)
 static xreq_t *fetch_of(uxmsg_t *e)
 {
     return xreq_of((xdev_request_t *)(void *)e->fetch);
+}
+
+/* Receive claim e (tag) into buf after the death; its status. */
+static xdev_status_t receive_claim(xdev_t *d, uxmsg_t *e, int tag, char *buf, size_t len)
+{
+    xreq_t r;
+    xdev_status_t st;
+    CHECK(proto_find_claim(d, e, e->claim) == e); /* not freed under its handle */
+    CHECK(req_start(d, &r, REQ_RECV, buf, len, PEER, tag, CTX) == XDEV_OK);
+    proto_recv_claimed(d, e, &r);
+    reap(d, &r, &st);
+    return st;
+}
+
+/* Claims whole when their sender dies are received through their handles,
+ * one past the cut too: the offer nobody matched holds back no claim, as
+ * it holds back no receive. The offer is then found lost. */
+static void test_claimed_through_death(void)
+{
+    xdev_t *d = new_dev();
+    eager(d, 5, "kept");
+    offer(d, 6);
+    eager(d, 7, "after");
+    uxmsg_t *before = claim(d, 5), *after = claim(d, 7);
+    xdev_core_peer_failed(d, PEER);
+    char buf[16];
+    xdev_status_t st = receive_claim(d, after, 7, buf, sizeof buf);
+    CHECK(st.error == XDEV_OK && st.count == 5 && memcmp(buf, "after", 5) == 0);
+    st = receive_claim(d, before, 5, buf, sizeof buf);
+    CHECK(st.error == XDEV_OK && st.count == 4 && memcmp(buf, "kept", 4) == 0);
+    uxmsg_t *e = proto_probe(d, PEER, XDEV_ANY_TAG, CTX);
+    CHECK(e && e->tag == 6 && proto_lost(d, e));
+    CHECK(d->claimed == NULL);
+    free_dev(d);
+}
+
+/* The soak's case: an offer U nobody matches, then A claimed, then F
+ * received, which had A's data read in first. The sender dies, cutting its
+ * stream at U: F stays received, so A must too. */
+static void test_claim_fetched_past_cut(void)
+{
+    xdev_t *d = new_dev();
+    static char data[BIG], ba[BIG];
+    char bf[16];
+    for (int i = 0; i < BIG; i++)
+        data[i] = (char)i;
+    offer(d, 1);
+    offer(d, 2);
+    eager(d, 3, "F");
+    uxmsg_t *a = claim(d, 2);
+    xreq_t f;
+    xdev_status_t st;
+    post(d, &f, bf, sizeof bf, PEER, 3);
+    CHECK(a->fetch && f.phase != PH_DONE);
+    arrive(d, XDEV_MSG_RNDZ_DATA, 2, data, BIG, fetch_of(a)->id, 0);
+    reap(d, &f, &st);
+    CHECK(st.error == XDEV_OK && st.count == 1);
+    xdev_core_peer_failed(d, PEER);
+    CHECK(d->peers[PEER].cut == 1);
+    st = receive_claim(d, a, 2, ba, BIG);
+    CHECK(st.error == XDEV_OK && st.count == BIG && memcmp(ba, data, BIG) == 0);
+    free_dev(d);
+}
+
+/* A claimed offer whose data never came holds back the claims after it:
+ * delivering a later one would leave a hole in what the claims got. */
+static void test_claim_behind_lost_claim(void)
+{
+    xdev_t *d = new_dev();
+    eager(d, 5, "kept");
+    offer(d, 6);
+    eager(d, 7, "after");
+    uxmsg_t *before = claim(d, 5), *lost = claim(d, 6), *after = claim(d, 7);
+    xdev_core_peer_failed(d, PEER);
+    static char buf[BIG];
+    xdev_status_t st = receive_claim(d, after, 7, buf, BIG);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 7);
+    st = receive_claim(d, lost, 6, buf, BIG);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 6);
+    st = receive_claim(d, before, 5, buf, BIG);
+    CHECK(st.error == XDEV_OK && st.count == 4 && memcmp(buf, "kept", 4) == 0);
+    CHECK(d->claimed == NULL);
+    free_dev(d);
 }
 
 /* E claimed, then a later F received: E is fetched and F held behind it;
@@ -381,6 +436,8 @@ int main(void)
     test_claim_while_held();
     test_claim_received_while_fetched();
     test_claimed_through_death();
+    test_claim_fetched_past_cut();
+    test_claim_behind_lost_claim();
     test_lost_offer();
     test_prefix_kept();
     test_held_then_released();
