@@ -54,6 +54,7 @@ while [ "$runs" -eq 0 ] || [ "$(date +%s)" -lt "$end" ]; do
         echo "FAIL run $runs: seed $seed np $np${victims:+ victims $victims} ($ms ms): ${why#; }"
         grep -E "FAIL|watchdog|stream " "$out/log" | head -n 30
         echo "  repeat: XDEV_SOAK_SEED=$seed XDEV_SOAK_NP=$np XDEV_TRANSPORT=${XDEV_TRANSPORT:-auto}" \
+            "XDEV_SHM_CMA_MIN=$XDEV_SHM_CMA_MIN" \
             "${XDEV_OFI_PROVIDER:+XDEV_OFI_PROVIDER='$XDEV_OFI_PROVIDER' }$0 $xdevrun $prog $mode 1"
     else
         echo "ok run $runs: seed $seed np $np${victims:+ victims $victims} ($ms ms): $msgs messages received"
