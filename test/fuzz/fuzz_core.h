@@ -42,8 +42,9 @@ void fuzz_core_catch_up(fuzz_core_t *fc);
 /* Call after each step of the transport (a progress call, a poll, one
  * event): the core may buffer past its unexpected-memory bound only to
  * reach what a waiting receive needs (stream_awaited), so what a peer sent
- * after the last step in which one waited is held to the bound. Nothing
- * starts to wait within a step: receives are posted between them. */
+ * after the last step or arrival in which one waited is held to the
+ * bound. The target's receives are posted between steps; the core's own
+ * reads of offers start and end within them (fuzz_core.c). */
 void fuzz_core_step(fuzz_core_t *fc);
 
 /* Abort unless the core holds only what `received` bytes from outside
