@@ -55,7 +55,8 @@ typedef struct tcp_conn {
     bool drained;          /* the last recv came back short: the socket is
                             * empty, no need to ask it again until polled */
     uint32_t events;       /* epoll interest now registered */
-    uint64_t deadline_ms;  /* every state before OPEN: drop it after this */
+    uint64_t deadline_ms;  /* before OPEN (but not PROOF_SENT): drop it
+                            * after this */
     uint64_t nonce;        /* ours, which the other side's MAC must cover */
     uint64_t peer_nonce;   /* PROOF_WAIT: the dialer's */
     size_t peer_eager;     /* PROOF_WAIT, PROOF_SENT: the peer's eager limit */

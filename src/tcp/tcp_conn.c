@@ -23,7 +23,8 @@
  * ends honest handshakes whose dialer was stopped or starved for seconds:
  * OPENED is why that costs the dialer a redial, where opening on its own
  * PROOF had it send into a closed connection and take a live peer for
- * dead. (Bytes after the handshake are not authenticated: injecting into
+ * dead. The dialer, once it sent PROOF, waits for OPENED as long as it
+ * takes, for the same reason. (Bytes after the handshake are not authenticated: injecting into
  * an open TCP stream needs more than reading loopback, and is out of this
  * transport's reach.)
  */
@@ -389,7 +390,12 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
         return;
     }
     c->state = CONN_PROOF_SENT;
-    c->deadline_ms = xdev_now_ms() + TCP_AUTH_TIMEOUT_MS;
+    /* No deadline now: the acceptor proved itself our peer (its REPLY's
+     * MAC), and it may open on our PROOF whenever it runs again. Given up
+     * while it sat stopped, the connection it then opened would close
+     * under it, and it would take us for dead. It ends by OPENED, or by
+     * EOF, a reset or keepalive when the peer is really gone. */
+    c->deadline_ms = UINT64_MAX;
     c->hs_have = 0;
     c->peer_eager = (size_t)xdev_get_le64(r + 8);
 }
@@ -470,9 +476,10 @@ void tcp_timers(xdev_tp_t *tp, uint64_t now)
         tcp_peer_t *p = &tp->peers[i];
         if (!p->wanted || p->conn)
             continue;
-        /* The dialer's side of a handshake is bounded as the acceptor's:
-         * whoever holds the peer's port (a stranger's listener, once the
-         * peer died) may never answer. A redial, or the give-up, follows. */
+        /* The dialer's side of a handshake is bounded as the acceptor's
+         * until PROOF: whoever holds the peer's port (a stranger's
+         * listener, once the peer died) may never answer. A redial, or
+         * the give-up, follows. */
         if (p->dialing) {
             if (now >= p->dialing->deadline_ms)
                 tcp_conn_free(tp, p->dialing);

@@ -1,23 +1,34 @@
 /*
- * fault_stopped_dialer.c - a rank stopped in the middle of a TCP handshake
- * for longer than the acceptor's handshake timeout is still alive: the
- * connection is made again when it continues, and nothing is lost.
+ * fault_stopped_handshake.c - a rank stopped in the middle of a TCP
+ * handshake for longer than the other side's handshake timeout (3 s) is
+ * still alive: the connection is made when it continues, and nothing is
+ * lost.
  *
- * Run as `xdevrun -n 2 --transport tcp fault_stopped_dialer`, with
+ * Run as `xdevrun -n 2 --transport tcp fault_stopped_handshake MODE`, with
  * XDEV_PEER_TIMEOUT_MS well above STOP_S. Rank 1 starts a send to rank 0,
  * so it dials and sends its HELLO, while rank 0 makes no call for
- * ACCEPTOR_LATE_S: the HELLO waits in rank 0's socket. Rank 1 then stops
- * itself (SIGSTOP; a child continues it after STOP_S). Rank 0 answers the
- * HELLO and, as rank 1 stays stopped past the handshake timeout (3 s),
- * closes the connection. When rank 1 continues, its send and a reply from
- * rank 0 must both complete, intact, and each must still see the other
- * alive. (Before the acceptor said OPENED, rank 1 opened its end on its
- * own PROOF, found the connection closed and failed rank 0 as dead.)
- * A rendezvous-sized message from rank 0 then checks the pair is whole.
+ * ACCEPTOR_LATE_S: the HELLO waits in rank 0's socket. Then
+ *   dialer: rank 1 stops itself (SIGSTOP; a child continues it after
+ *     STOP_S). Rank 0 answers the HELLO and, as rank 1 stays stopped past
+ *     the timeout, closes the connection. (Before the acceptor said
+ *     OPENED, rank 1 opened its end on its own PROOF, found the
+ *     connection closed and failed rank 0 as dead.)
+ *   acceptor: rank 0 stops itself as soon as its accepting REPLY has
+ *     left, so rank 1's PROOF waits in its socket past the timeout.
+ *     (When the dialer gave up on OPENED after 3 s, rank 0 then opened a
+ *     connection rank 1 had closed, failed rank 1 as dead, and refused
+ *     its next dials.)
+ * When the stopped rank continues, rank 1's send and a reply from rank 0
+ * must both complete, intact, and each must still see the other alive. A
+ * rendezvous-sized message from rank 0 then checks the pair is whole.
  */
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fault_util.h"
@@ -30,6 +41,9 @@
 #define DIAL_S 0.2          /* rank 1 progresses this long, then stops */
 #define STOP_S 6.0          /* past the acceptor's handshake timeout (3 s) by far */
 #define BOUND_S 30.0
+#define REPLY_BYTES 32      /* the acceptor's REPLY (src/tcp/tcp_conn.c) */
+
+static bool stop_after_reply;
 
 /* A child that continues the parent after STOP_S; the parent stops itself. */
 static void stop_self(void)
@@ -42,6 +56,25 @@ static void stop_self(void)
         _exit(0);
     }
     raise(SIGSTOP);
+}
+
+/* The library's send calls come here (linked with -Wl,--wrap=send): the
+ * handshake's messages go out with send, its data with sendmsg. */
+ssize_t __real_send(int fd, const void *buf, size_t len, int flags);
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags);
+
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags)
+{
+    ssize_t n = __real_send(fd, buf, len, flags);
+    /* "XDVB", then the verdict: 1, accepted */
+    static const uint8_t accepting[8] = { 'X', 'D', 'V', 'B', 1, 0, 0, 0 };
+    if (stop_after_reply && n == REPLY_BYTES && !memcmp(buf, accepting, sizeof accepting)) {
+        stop_after_reply = false;
+        fault_step("stopped after the REPLY");
+        stop_self();
+        fault_step("continued");
+    }
+    return n;
 }
 
 static void wait_ok(xdev_request_t *req, const char *what, size_t len)
@@ -78,9 +111,14 @@ static void send_checked(xdev_t *dev, int to, size_t len, uint32_t seed)
     free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    fault_setup("fault_stopped_dialer", 90);
+    fault_setup("fault_stopped_handshake", 90);
+    if (argc != 2 || (strcmp(argv[1], "dialer") && strcmp(argv[1], "acceptor"))) {
+        fprintf(stderr, "usage: xdevrun -n 2 --transport tcp %s dialer|acceptor\n", argv[0]);
+        return 2;
+    }
+    bool dialer_stops = !strcmp(argv[1], "dialer");
     xdev_t *dev;
     fault_step("xdev_init");
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
@@ -100,9 +138,11 @@ int main(void)
             CHECK_RC(xdev_test(&req, &done, &st), XDEV_OK);
             REQUIRE(!done, "the send completed before rank 0 made a call: the test proves nothing");
         }
-        fault_step("stopped");
-        stop_self();
-        fault_step("continued");
+        if (dialer_stops) {
+            fault_step("stopped");
+            stop_self();
+            fault_step("continued");
+        }
         wait_ok(&req, "send after the stop", SMALL);
         recv_checked(dev, 0, SMALL, 2);
         recv_checked(dev, 0, BIG, 3);
@@ -111,6 +151,7 @@ int main(void)
         /* A receive naming rank 1 would dial it, and our dial would win:
          * only a probe for any source leaves the dialing to rank 1. */
         fault_step("answering rank 1");
+        stop_after_reply = !dialer_stops;
         int found = 0;
         xdev_status_t st;
         for (double end = fault_now() + BOUND_S; !found && fault_now() < end; fault_sleep_ms(1))
