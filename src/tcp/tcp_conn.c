@@ -24,9 +24,9 @@
  * OPENED is why that costs the dialer a redial, where opening on its own
  * PROOF had it send into a closed connection and take a live peer for
  * dead. The dialer, once it sent PROOF, waits for OPENED as long as it
- * takes, for the same reason. (Bytes after the handshake are not authenticated: injecting into
- * an open TCP stream needs more than reading loopback, and is out of this
- * transport's reach.)
+ * takes, for the same reason. (Bytes after the handshake are not
+ * authenticated: injecting into an open TCP stream needs more than
+ * reading loopback, and is out of this transport's reach.)
  */
 #include <errno.h>
 #include <netinet/in.h>
