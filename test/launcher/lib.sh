@@ -74,7 +74,7 @@ wait_for_files() {
     done
 }
 
-reset_work() { rm -f "$WORK"/pid.* "$WORK"/env.* "$WORK"/done.* "$WORK"/err; }
+reset_work() { rm -f "$WORK"/pid.* "$WORK"/boot.* "$WORK"/env.* "$WORK"/done.* "$WORK"/err; }
 
 finish() {
     if [ $failures -eq 0 ]; then

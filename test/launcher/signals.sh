@@ -7,7 +7,11 @@
 # plain script, does not make them ignore SIGINT.
 set -m
 
-sleeper='echo $$ > "$WORK/pid.$XDEV_RANK"; echo "$XDEV_BOOT_DIR" > "$WORK/boot"; exec sleep 100'
+# The boot dir's name goes first: once a rank's pid file is there (what
+# start waits for), its boot file is whole. (Written after it, into one
+# file for all ranks, the last check once read it while a rank had just
+# truncated it, removed nothing and found the dir left behind.)
+sleeper='echo "$XDEV_BOOT_DIR" > "$WORK/boot.$XDEV_RANK"; echo $$ > "$WORK/pid.$XDEV_RANK"; exec sleep 100'
 deaf_sleeper='trap "" TERM; '$sleeper
 
 # start ARGS...: start xdevrun in the background and wait for its 3 ranks.
@@ -58,7 +62,7 @@ check "...promptly (${MS} ms)" took_under 1500
 check "...leaving no rank running" no_rank_alive
 
 start -n 3 sh -c "$sleeper"
-boot=$(cat "$WORK/boot")
+boot=$(cat "$WORK/boot.0")
 kill -KILL "$LAUNCHER"
 wait "$LAUNCHER" 2>/dev/null
 ranks_die() {
