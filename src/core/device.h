@@ -45,7 +45,7 @@ enum req_flag {
     F_HELD = 1 << 7,    /* a receive whose data is in, held back on its
                          * sender's held list behind an open one */
     F_FETCH = 1 << 8,   /* the core's own receive of a claimed
-                         * rendezvous (proto.c: fetch_claim): it completes
+                         * rendezvous (claims.c: fetch_claim): it completes
                          * into the message, never to a caller */
     F_LISTED = 1 << 9,  /* met already in the list xdev_testsome or
                          * xdev_waitsome is checking (some.c), for that
@@ -133,7 +133,7 @@ typedef struct uxmsg {
     uint64_t claim;              /* which claim, for the handle to check */
     struct uxmsg *cl_prev, *cl_next; /* xdev.claimed, while claimed */
     struct claim_fetch *fetch;   /* the core reading a claimed rendezvous's
-                                  * data ahead of its handle (proto.c) */
+                                  * data ahead of its handle (claims.c) */
     uint64_t arrival;            /* place in its sender's stream */
     bool queued;                 /* still in the match lists */
     size_t len;                  /* full message length */
@@ -158,7 +158,7 @@ typedef struct uxmsg {
  * (arrivals); a matched rendezvous receive stays on `open` until its data
  * is in, and a later message's receive that is done meanwhile waits on
  * `held`. When the sender dies, the first message that cannot be completed
- * is the cut: it and everything after it fail (proto.c).
+ * is the cut: it and everything after it fail (peer_failed.c).
  */
 typedef struct peer {
     bool dead;
@@ -316,7 +316,7 @@ xdev_t *req_device(const xreq_t *r);
 int req_table_init(xdev_t *d);
 void req_table_destroy(xdev_t *d);
 
-/* proto.c */
+/* proto.c and its neighbours (proto.h) */
 int proto_send(xdev_t *d, xreq_t *r, bool sync);
 /* A blocking send's shortcut, for a message that peer_fits_short (the
  * caller asks, without the lock; that keeps it within the eager limit): 1
@@ -324,7 +324,7 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
  * needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
-/* A receive's claim on the control ops it may send (see proto.c). */
+/* A receive's claim on the control ops it may send (see control.c). */
 int proto_claim_ctl(xdev_t *d, xreq_t *r);
 void proto_unclaim_ctl(xdev_t *d, xreq_t *r);
 void proto_free_ctl(xdev_t *d);

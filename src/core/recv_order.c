@@ -52,7 +52,7 @@ static void update(peer_t *p)
 }
 
 /* A claimed rendezvous offer is open in all but name: nothing its sender
- * sent after it may complete before its data is in. proto.c fetches it
+ * sent after it may complete before its data is in. claims.c fetches it
  * when something later would (proto_fetch_claims). */
 void order_claim(peer_t *p)
 {
