@@ -16,10 +16,15 @@
 #include <unistd.h>
 #include "device.h"
 
-static const char *boot_dir(void)
+/* Read once, at init: a running device looks peers up in the directory
+ * it started with, whatever the environment says later (tcp, ofi and ibv
+ * look up a peer's address at their first message to it). */
+int xdev_boot_load(xdev_t *d)
 {
     const char *dir = getenv("XDEV_BOOT_DIR");
-    return dir && *dir ? dir : NULL;
+    if (dir && *dir && !(d->boot_dir = strdup(dir)))
+        return XDEV_ERR_NOMEM;
+    return XDEV_OK;
 }
 
 int xdev_boot_sync(xdev_t *d)
@@ -33,7 +38,7 @@ int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
         return XDEV_OK; /* addresses are known in advance, or nobody asks */
     if (d->pmix)
         return boot_pmix_publish(d->pmix, key, value);
-    const char *dir = boot_dir();
+    const char *dir = d->boot_dir;
     if (!dir)
         return XDEV_ERR_INIT;
     char path[4096], tmp[4096];
@@ -62,7 +67,7 @@ int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap
     }
     if (d->pmix)
         return boot_pmix_lookup(d->pmix, rank, key, out, cap);
-    const char *dir = boot_dir();
+    const char *dir = d->boot_dir;
     if (!dir)
         return XDEV_ERR_INIT;
     char path[4096];

@@ -40,6 +40,7 @@ void device_free(xdev_t *d)
         pthread_mutex_destroy(&d->lock);
     free(d->peers);
     free(d->cfg_strings);
+    free(d->boot_dir);
     xdev_options_free(d);
     boot_pmix_close(d->pmix);
     free(d);
@@ -83,7 +84,8 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
         pthread_mutex_init(&d->lock, NULL);
     if ((rc = config_copy(d, cfg)) != XDEV_OK ||
-        (rc = xdev_options_load(d, cfg->options)) != XDEV_OK || (rc = req_table_init(d)) != XDEV_OK ||
+        (rc = xdev_options_load(d, cfg->options)) != XDEV_OK ||
+        (rc = xdev_boot_load(d)) != XDEV_OK || (rc = req_table_init(d)) != XDEV_OK ||
         (rc = xdev_mtable_init(&d->posted)) != XDEV_OK ||
         (rc = xdev_mtable_init(&d->unexpected)) != XDEV_OK) {
         device_free(d);

@@ -194,6 +194,7 @@ struct xdev {
     xdev_config_t cfg;      /* with strings owned by the device */
     char *cfg_strings;
     char **options;         /* per xdev_vars entry: its value, or NULL */
+    char *boot_dir;         /* XDEV_BOOT_DIR as at init, or NULL */
     pthread_mutex_t lock;
     unsigned lock_waiters;  /* threads blocked in dev_lock (atomic) */
     unsigned lock_turns;    /* times a blocked thread got it, ever (atomic) */
@@ -373,8 +374,10 @@ static inline bool boot_pmix_wanted(void) { return false; }
 #define boot_pmix_job_id(b) "nojob"
 #define boot_pmix_node(b) ""
 #endif
-/* A point every rank reaches: what was published before it can be looked
- * up after it (a PMIx fence; nothing for the boot directory). */
+/* boot.c: the boot directory as the environment gives it at init; a point
+ * every rank reaches, where what was published before it can be looked up
+ * after it (a PMIx fence; nothing for the boot directory). */
+int xdev_boot_load(xdev_t *d);
 int xdev_boot_sync(xdev_t *d);
 
 /* api.c, shared with the calls in files of their own */

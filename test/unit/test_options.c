@@ -9,7 +9,8 @@
  *                                its transport refuses: xdev_init from the
  *                                environment alone fails, and with
  *                                options = { NAME=VALUE } the same
- *                                transport opens and carries a message
+ *                                transport opens and carries a message,
+ *                                XDEV_BOOT_DIR changed after init
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -125,6 +126,10 @@ static int job(const char *assignment)
         fprintf(stderr, "init with %s: %s\n", assignment, xdev_strerror(rc));
         return 1;
     }
+    /* The job's environment, too, is read once: a running device keeps the
+     * boot directory it started with (tcp looks its peers up there at the
+     * first message to each, after init). */
+    setenv("XDEV_BOOT_DIR", "/nonexistent/xdev-boot-dir-changed-after-init", 1);
     int me = xdev_rank(dev), token = me == 0 ? 42 : 0;
     if (me == 0)
         rc = xdev_send(dev, &token, sizeof token, 1, 5, 0);
