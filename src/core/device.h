@@ -42,8 +42,9 @@ enum req_flag {
                          * thread */
     F_OPEN = 1 << 6,    /* a matched rendezvous receive: on its sender's
                          * open list (peer_t) until its data is in */
-    F_HELD = 1 << 7,    /* a receive whose data is in, held back on its
-                         * sender's held list behind an open one */
+    F_HELD = 1 << 7,    /* a receive whose data is in (or that failed),
+                         * held back on its sender's held list behind an
+                         * open one */
     F_FETCH = 1 << 8,   /* the core's own receive of a claimed
                          * rendezvous (claims.c: fetch_claim): it completes
                          * into the message, never to a caller */

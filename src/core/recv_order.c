@@ -91,7 +91,7 @@ static void release_held(xdev_t *d, peer_t *p)
         if (r->arrival > p->cut)
             fail_lost(d, r);
         else
-            req_complete(d, r, XDEV_OK);
+            req_complete(d, r, XDEV_OK); /* or the error order_fail left */
     }
 }
 
@@ -130,13 +130,20 @@ void order_fail(xdev_t *d, xreq_t *r, int err)
     peer_t *p = sender_of(d, r);
     close_open(p, r);
     r->status.count = 0; /* what was read of it does not count (xdev.h) */
+    r->status.error = err;
     /* A receive that failed with its sender (before the transport has
      * told us the sender is gone) cuts the stream there. */
     if (err == XDEV_ERR_PEER && r->arrival < p->cut) {
         p->cut = r->arrival;
         p->ordering = true;
     }
-    req_complete(d, r, err);
+    /* Its turn still comes after the receives of earlier messages, as a
+     * done one's does: held, it completes with its error. A failed read of
+     * one rendezvous completed it while the data of an earlier one was
+     * still coming through the ring, which an outside client saw. */
+    r->phase = PH_RECV_FILLING; /* no data message may take it now */
+    r->flags |= F_HELD;
+    list_insert(&p->held, r);
     release_held(d, p);
 }
 

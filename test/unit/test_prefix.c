@@ -9,7 +9,8 @@
  *  - whole messages before the cut stay receivable after the death;
  *  - a later eager message whose receive is done while an earlier
  *    rendezvous from the same sender is under way completes only after it,
- *    and fails with it when the sender dies;
+ *    and fails with it when the sender dies; so does a later rendezvous
+ *    whose read failed, with its error;
  *  - a message claimed by a matched probe is never freed under its handle,
  *    and one whole when its sender dies is still received, past a cut at
  *    a message nobody matched, but not past a claim that cannot complete;
@@ -206,6 +207,35 @@ static void test_held_then_death(void)
     reap(d, &r2, &st); /* names the message it had taken (xdev.h) */
     CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 2 && st.msg_len == 9);
     CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
+    free_dev(d);
+}
+
+/* A later rendezvous whose read fails (shm: the copy met ESRCH) completes
+ * its receive only after an earlier one from the same sender, with its
+ * error: receives of one sender's messages complete in arrival order. */
+static void test_failed_read_held(void)
+{
+    xdev_t *d = new_dev();
+    offer_mode = XDEV_RNDZ_READ;
+    d->tps[0].ops = &rma_ops;
+    static char b1[BIG], b2[BIG];
+    xreq_t r1, r2;
+    post(d, &r1, b1, BIG, PEER, 1);
+    post(d, &r2, b2, BIG, PEER, 2);
+    offer(d, 1);
+    offer(d, 2);
+    CHECK(r1.phase == PH_RMA && r2.phase == PH_RMA);
+    xdev_core_rma_done(d, &r2.rma, XDEV_ERR_PEER);
+    CHECK(r2.phase != PH_DONE && d->cq_head == NULL); /* held behind r1 */
+    xdev_core_rma_done(d, &r1.rma, XDEV_OK);
+    CHECK(req_cq_pop(d) == &r1 && req_cq_pop(d) == &r2); /* in arrival order */
+    xdev_status_t st;
+    reap(d, &r1, &st);
+    CHECK(st.error == XDEV_OK && st.count == BIG && st.tag == 1);
+    reap(d, &r2, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 2 && st.msg_len == BIG);
+    CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
+    offer_mode = XDEV_RNDZ_SEND;
     free_dev(d);
 }
 
@@ -442,6 +472,7 @@ int main(void)
     test_prefix_kept();
     test_held_then_released();
     test_held_then_death();
+    test_failed_read_held();
     test_earlier_not_held();
     test_posted_counts_after_death(false);
     test_posted_counts_after_death(true);
