@@ -397,11 +397,14 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     const xdev_hdr_t *h = &rx->head.hdr;
     bool offer = h->type == XDEV_MSG_RNDZ_START;
     size_t msglen = offer ? rx->head.f[1] : rx->len;
-    if (d->finalizing)
-        return XDEV_RX_DELIVER; /* nobody will receive it: discard */
     peer_t *p = &d->peers[peer];
-    if (p->cut != UINT64_MAX)
-        return XDEV_ERR_PEER; /* its stream broke: nothing after it counts */
+    /* Nobody will receive it: discard it. Past a cut (order_fail) nothing
+     * counts, yet the stream is read on: the data of a rendezvous before
+     * the cut may still come behind it. Failing the stream here lost such
+     * data that the sender had written whole (over shm, a dying sender's
+     * ring), which an outside client's random kills found. */
+    if (d->finalizing || p->cut != UINT64_MAX)
+        return XDEV_RX_DELIVER;
     uint64_t arrival = ++p->arrivals;
     p->bytes_received += msglen;
     d->rndz_received += offer;

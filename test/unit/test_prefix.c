@@ -10,7 +10,8 @@
  *  - a later eager message whose receive is done while an earlier
  *    rendezvous from the same sender is under way completes only after it,
  *    and fails with it when the sender dies; so does a later rendezvous
- *    whose read failed, with its error;
+ *    whose read failed, with its error, and what arrives after that one
+ *    is dropped while the stream is read on;
  *  - a message claimed by a matched probe is never freed under its handle,
  *    and one whole when its sender dies is still received, past a cut at
  *    a message nobody matched, but not past a claim that cannot complete;
@@ -236,6 +237,40 @@ static void test_failed_read_held(void)
     CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 2 && st.msg_len == BIG);
     CHECK(d->peers[PEER].open == NULL && d->peers[PEER].held == NULL);
     offer_mode = XDEV_RNDZ_SEND;
+    free_dev(d);
+}
+
+/* A failed read cuts the stream before the sender is known dead; what
+ * arrives after it is dropped, and the stream is read on: the streamed
+ * data of an earlier rendezvous behind it still completes that one. */
+static void test_read_on_past_cut(void)
+{
+    xdev_t *d = new_dev();
+    d->tps[0].ops = &rma_ops;
+    static char b1[BIG], b2[BIG], b3[16], data[BIG];
+    memset(data, 0x3c, sizeof data);
+    xreq_t r1, r2, r3;
+    post(d, &r1, b1, BIG, PEER, 1);
+    post(d, &r2, b2, BIG, PEER, 2);
+    post(d, &r3, b3, sizeof b3, PEER, 3);
+    offer(d, 1); /* streamed */
+    offer_mode = XDEV_RNDZ_READ;
+    offer(d, 2);
+    offer_mode = XDEV_RNDZ_SEND;
+    CHECK(r1.phase == PH_WAIT_DATA && r2.phase == PH_RMA);
+    xdev_core_rma_done(d, &r2.rma, XDEV_ERR_PEER); /* shm: the copy met ESRCH */
+    eager(d, 3, "past the cut"); /* read, and dropped */
+    CHECK(r3.phase == PH_RECV_POSTED && d->ux_head == NULL);
+    arrive(d, XDEV_MSG_RNDZ_DATA, 1, data, BIG, r1.id, 0);
+    CHECK(req_cq_pop(d) == &r1 && req_cq_pop(d) == &r2 && req_cq_pop(d) == NULL);
+    xdev_status_t st;
+    reap(d, &r1, &st);
+    CHECK(st.error == XDEV_OK && st.count == BIG && memcmp(b1, data, BIG) == 0);
+    reap(d, &r2, &st);
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0 && st.tag == 2);
+    xdev_core_peer_failed(d, PEER);
+    reap(d, &r3, &st); /* a receive naming it fails with the death */
+    CHECK(st.error == XDEV_ERR_PEER && st.count == 0);
     free_dev(d);
 }
 
@@ -473,6 +508,7 @@ int main(void)
     test_held_then_released();
     test_held_then_death();
     test_failed_read_held();
+    test_read_on_past_cut();
     test_earlier_not_held();
     test_posted_counts_after_death(false);
     test_posted_counts_after_death(true);
