@@ -35,7 +35,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc, (void)argv;
     FUZZ_CHECK(mkdtemp(dir));
     atexit(remove_dir);
-    setenv("XDEV_BOOT_DIR", dir, 1);
+    dev.boot_dir = dir; /* what xdev_init copies from XDEV_BOOT_DIR */
     snprintf(path, sizeof path, "%s/tcp.%d", dir, PEER);
     return 0;
 }
