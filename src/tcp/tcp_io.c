@@ -33,7 +33,6 @@
 #define DIRECT_READ_MIN (16 * 1024) /* below this, refill the stage instead */
 #define MAX_IOV 64
 #define GATHER_MAX (256 * 1024)
-#define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
 #define MAX_FRAME ((uint64_t)1 << 62)
 
 /* ---- writing ---- */
@@ -43,10 +42,13 @@ static size_t op_total(const xdev_txop_t *op)
     return op->prefix_len + op->head_len + op->payload_len;
 }
 
-/* iovecs for what is left of op, at most room (>= 2) of them; returns how
- * many were added, and whether they reach the op's end in *whole (a
- * vector's pieces are gathered here, up to room). */
-static XDEV_HOT int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, bool *whole)
+/* iovecs for what is left of op, at most room (>= 2) of them and cap
+ * (> 0) bytes of its payload; returns how many were added, and whether
+ * they reach the op's end in *whole (a vector's pieces are gathered here,
+ * up to room). The cap bounds one sendmsg, not only the calls: to a peer
+ * that keeps reading, a loopback socket took 220 MB in one. */
+static XDEV_HOT int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, size_t cap,
+                           bool *whole)
 {
     size_t framing = op->prefix_len + op->head_len;
     int n = 0;
@@ -56,7 +58,7 @@ static XDEV_HOT int op_iov(const xdev_txop_t *op, struct iovec *iov, int room, b
         iov[n++].iov_len = framing - op->sent;
     }
     size_t done = op->sent > framing ? op->sent - framing : 0;
-    size_t left = op->payload_len - done, cap = MAX_IO_BYTES;
+    size_t left = op->payload_len - done;
     if (left && !op->payload_niov) {
         iov[n].iov_base = (char *)op->payload + done;
         iov[n++].iov_len = left < cap ? left : cap;
@@ -112,9 +114,11 @@ XDEV_HOT void tcp_flush(xdev_tp_t *tp, int peer)
         int n = 0;
         bool whole = true;
         size_t gathered = 0;
+        size_t budget = XDEV_TP_PASS_BYTES - wrote;
         for (xdev_txop_t *op = p->txq.head;
-             op && whole && n <= MAX_IOV - 2 && gathered < GATHER_MAX; op = op->next) {
-            n += op_iov(op, iov + n, MAX_IOV - n, &whole);
+             op && whole && n <= MAX_IOV - 2 && gathered < GATHER_MAX && gathered < budget;
+             op = op->next) {
+            n += op_iov(op, iov + n, MAX_IOV - n, budget - gathered, &whole);
             gathered += op_total(op) - op->sent;
         }
         ssize_t w = write_iov(c->fd, iov, n);
@@ -177,7 +181,7 @@ XDEV_HOT int tcp_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
     if (c && !c->broken && !p->txq.head) {
         struct iovec iov[MAX_IOV];
         bool whole;
-        ssize_t w = write_iov(c->fd, iov, op_iov(op, iov, MAX_IOV, &whole));
+        ssize_t w = write_iov(c->fd, iov, op_iov(op, iov, MAX_IOV, XDEV_TP_PASS_BYTES, &whole));
         if (w >= 0 && (size_t)w == op_total(op))
             return 1;
         if (w > 0)
@@ -267,11 +271,12 @@ static XDEV_HOT bool parse_head(xdev_tp_t *tp, tcp_conn_t *c, bool *lost)
     return true;
 }
 
-/* Place payload bytes; returns true when the payload is complete. */
-static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
+/* Place payload bytes; returns true when the payload is complete. What
+ * is read straight into place counts in *direct, which stops the reading
+ * at XDEV_TP_PASS_BYTES (one recv included) until the next call. */
+static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c, size_t *direct)
 {
     xdev_rx_t *rx = &c->rx;
-    size_t direct = 0; /* read straight into place by this call */
     for (;;) {
         size_t staged = c->stage_end - c->stage_pos;
         size_t left = rx->len - c->rx_got;
@@ -291,7 +296,12 @@ static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
                 return false;
             continue;
         }
-        size_t want = room < MAX_IO_BYTES ? room : MAX_IO_BYTES;
+        if (*direct >= XDEV_TP_PASS_BYTES) {
+            tcp_service_later(tp, c); /* the next call reads on */
+            return false;
+        }
+        size_t want = XDEV_TP_PASS_BYTES - *direct;
+        want = room < want ? room : want;
         ssize_t n;
         do
             n = recv(c->fd, at, want, MSG_DONTWAIT);
@@ -303,17 +313,14 @@ static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c)
         }
         c->rx_got += (size_t)n;
         xdev_core_moved(tp->dev);
-        direct += (size_t)n;
-        if (direct >= XDEV_TP_PASS_BYTES && c->rx_got < rx->len) {
-            tcp_service_later(tp, c); /* the next call reads on */
-            return false;
-        }
+        *direct += (size_t)n;
     }
 }
 
 XDEV_HOT void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
 {
     int peer = c->peer;
+    size_t direct = 0;
     c->drained = false;
     /* Bounded, so one busy peer cannot starve the others. */
     for (int frames = 0; frames < 256; frames++) {
@@ -335,7 +342,7 @@ XDEV_HOT void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
             if (c->rx_phase == RX_HEAD)
                 continue; /* the core took it whole */
         }
-        if (!read_payload(tp, c))
+        if (!read_payload(tp, c, &direct))
             return;
         c->rx_phase = RX_HEAD;
         xdev_core_rx_end(tp->dev, &c->rx);
