@@ -8,7 +8,8 @@
  *
  * Writing: each peer has a queue of ops. A send on an idle connection is
  * written at once from the caller's buffer (prefix, head and payload in one
- * sendmsg); only what the socket does not take waits in the queue, and a
+ * sendmsg, XDEV_TP_PASS_BYTES at most); only what the socket does not take
+ * or that bound leaves waits in the queue, and a
  * backlog goes out in gathered writes of many ops, each ending with the op
  * that brings it to GATHER_MAX bytes. So a large op ends its write, as a
  * raw stream writes one frame at a time: gathered with the ops behind it,
@@ -320,7 +321,7 @@ static XDEV_HOT bool read_payload(xdev_tp_t *tp, tcp_conn_t *c, size_t *direct)
 XDEV_HOT void tcp_read(xdev_tp_t *tp, tcp_conn_t *c)
 {
     int peer = c->peer;
-    size_t direct = 0;
+    size_t direct = 0; /* payload read straight into place (read_payload) */
     c->drained = false;
     /* Bounded, so one busy peer cannot starve the others. */
     for (int frames = 0; frames < 256; frames++) {
