@@ -400,9 +400,9 @@ static int rx_message(xdev_t *d, int peer, void *token, xdev_rx_t *rx)
     peer_t *p = &d->peers[peer];
     /* Nobody will receive it: discard it. Past a cut (order_fail) nothing
      * counts, yet the stream is read on: the data of a rendezvous before
-     * the cut may still come behind it. Failing the stream here lost such
-     * data that the sender had written whole (over shm, a dying sender's
-     * ring), which an outside client's random kills found. */
+     * the cut may still come behind it. Failing the stream here would
+     * lose such data that the sender had written whole (over shm, a dying
+     * sender's ring). */
     if (d->finalizing || p->cut != UINT64_MAX)
         return XDEV_RX_DELIVER;
     uint64_t arrival = ++p->arrivals;

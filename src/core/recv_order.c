@@ -138,9 +138,9 @@ void order_fail(xdev_t *d, xreq_t *r, int err)
         p->ordering = true;
     }
     /* Its turn still comes after the receives of earlier messages, as a
-     * done one's does: held, it completes with its error. A failed read of
-     * one rendezvous completed it while the data of an earlier one was
-     * still coming through the ring, which an outside client saw. */
+     * done one's does: held, it completes with its error. Completing it
+     * at once would overtake an earlier rendezvous whose data is still
+     * coming through the ring. */
     r->phase = PH_RECV_FILLING; /* no data message may take it now */
     r->flags |= F_HELD;
     list_insert(&p->held, r);
