@@ -6,13 +6,12 @@
  * which each member passes on the block it received in the step before
  * (bandwidth-optimal). allgatherv uses the ring.
  */
-#include <stdlib.h>
-
 #include "coll.h"
 
 enum { PH_GATHER, PH_BCAST, PH_RING, PH_DIRECT };
 
-/* Ring over blocks with per-member counts and displacements (bytes). */
+/* Ring over blocks with per-member counts and displacements (bytes), or
+ * none: len bytes each (coll_count_of). */
 static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, void *rbuf,
                           const size_t *counts, const size_t *displs)
 {
@@ -23,13 +22,15 @@ static int allgather_ring(xdev_coll_group_t *g, const void *sbuf, size_t len, vo
         /* The first step sends our own block from sbuf, not from its copy
          * in rbuf: a peer reading the copy, still dirty in our cache, took
          * 1.7 times as long (2 ranks, 1 MiB). */
-        const void *src = s == 0 ? sbuf : coll_at(rbuf, displs[sb]);
-        if ((rc = coll_irecv(g, coll_at(rbuf, displs[rb]), counts[rb], left, PH_RING))) return rc;
-        if ((rc = coll_isend(g, src, counts[sb], right, PH_RING))) return rc;
-        if (s == 0) coll_copy(coll_at(rbuf, displs[r]), sbuf, len);
+        const void *src = s == 0 ? sbuf : coll_at(rbuf, coll_displ_of(displs, len, sb));
+        rc = coll_irecv(g, coll_at(rbuf, coll_displ_of(displs, len, rb)),
+                        coll_count_of(counts, len, rb), left, PH_RING);
+        if (rc || (rc = coll_isend(g, src, coll_count_of(counts, len, sb), right, PH_RING)))
+            return rc;
+        if (s == 0) coll_copy(coll_at(rbuf, coll_displ_of(displs, len, r)), sbuf, len);
         if ((rc = coll_waitall(g))) return rc;
     }
-    if (p == 1) coll_copy(coll_at(rbuf, displs[r]), sbuf, len);
+    if (p == 1) coll_copy(coll_at(rbuf, coll_displ_of(displs, len, r)), sbuf, len);
     return XDEV_OK;
 }
 
@@ -46,14 +47,7 @@ int xdev_coll_allgather(xdev_coll_group_t *g, const void *sbuf, size_t len, void
         coll_copy(coll_at(rbuf, (size_t)g->rank * len), sbuf, len);
         rc = coll_exchange_all(g, sbuf, len, rbuf, PH_DIRECT);
     } else if (alg == ALLGATHER_RING) {
-        size_t *cd = malloc(2 * sizeof *cd * (size_t)g->size);
-        if (!cd) return coll_end(g, XDEV_ERR_NOMEM);
-        for (int i = 0; i < g->size; i++) {
-            cd[i] = len;
-            cd[g->size + i] = (size_t)i * len;
-        }
-        rc = allgather_ring(g, sbuf, len, rbuf, cd, cd + g->size);
-        free(cd);
+        rc = allgather_ring(g, sbuf, len, rbuf, NULL, NULL);
     } else {
         rc = coll_gather_binomial(g, sbuf, len, rbuf, 0, PH_GATHER);
         if (!rc) rc = coll_bcast_binomial(g, rbuf, total, 0, PH_BCAST);

@@ -154,6 +154,18 @@ static inline const void *coll_cat(const void *p, size_t off)
     return off ? (const char *)p + off : p;
 }
 
+/* Block i of a v-form algorithm: counts[i] bytes at displs[i]. The plain
+ * calls pass no arrays, and then every block is len bytes at i * len, so
+ * that they build none per call. */
+static inline size_t coll_count_of(const size_t *counts, size_t len, int i)
+{
+    return counts ? counts[i] : len;
+}
+static inline size_t coll_displ_of(const size_t *displs, size_t len, int i)
+{
+    return displs ? displs[i] : (size_t)i * len;
+}
+
 /* Group-relative rank arithmetic. */
 static inline int coll_rel(const xdev_coll_group_t *g, int root)
 {

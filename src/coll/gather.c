@@ -4,7 +4,6 @@
  * rank order), and for long blocks the linear form, in which the root posts
  * every transfer at once so they all overlap. The v forms are linear.
  */
-#include <stdlib.h>
 
 #include "coll.h"
 
@@ -65,8 +64,10 @@ static int gatherv_linear(xdev_coll_group_t *g, const void *sbuf, size_t len, vo
         return rc ? rc : coll_waitall(g);
     }
     for (int i = 0; i < g->size && !rc; i++)
-        if (i != root) rc = coll_irecv(g, coll_at(rbuf, displs[i]), counts[i], i, PH_LINEAR);
-    coll_copy_polling(g, coll_at(rbuf, displs[root]), sbuf, len);
+        if (i != root)
+            rc = coll_irecv(g, coll_at(rbuf, coll_displ_of(displs, len, i)),
+                            coll_count_of(counts, len, i), i, PH_LINEAR);
+    coll_copy_polling(g, coll_at(rbuf, coll_displ_of(displs, len, root)), sbuf, len);
     return rc ? rc : coll_waitall(g);
 }
 
@@ -78,18 +79,10 @@ int xdev_coll_gather(xdev_coll_group_t *g, const void *sbuf, size_t len, void *r
     if (!ok || (g->rank == root && !coll_buf_ok(rbuf, total))) return XDEV_ERR_ARG;
     int rc = coll_begin(g);
     if (rc) return rc;
-    if (coll_pick(g, F_GATHER, len, 1) == GATHER_LINEAR) {
-        size_t *cd = g->rank == root ? malloc(2 * sizeof *cd * (size_t)g->size) : NULL;
-        if (g->rank == root && !cd) rc = XDEV_ERR_NOMEM;
-        for (int i = 0; cd && i < g->size; i++) {
-            cd[i] = len;
-            cd[g->size + i] = (size_t)i * len;
-        }
-        if (!rc) rc = gatherv_linear(g, sbuf, len, rbuf, cd, cd ? cd + g->size : NULL, root);
-        free(cd);
-    } else {
+    if (coll_pick(g, F_GATHER, len, 1) == GATHER_LINEAR)
+        rc = gatherv_linear(g, sbuf, len, rbuf, NULL, NULL, root);
+    else
         rc = coll_gather_binomial(g, sbuf, len, rbuf, root, PH_TREE);
-    }
     return coll_end(g, rc);
 }
 
@@ -165,8 +158,10 @@ static int scatterv_linear(xdev_coll_group_t *g, const void *sbuf, const size_t 
         return rc ? rc : coll_waitall(g);
     }
     for (int i = 0; i < g->size && !rc; i++)
-        if (i != root) rc = coll_isend(g, coll_cat(sbuf, displs[i]), counts[i], i, PH_LINEAR);
-    coll_copy(rbuf, coll_cat(sbuf, displs[root]), len);
+        if (i != root)
+            rc = coll_isend(g, coll_cat(sbuf, coll_displ_of(displs, len, i)),
+                            coll_count_of(counts, len, i), i, PH_LINEAR);
+    coll_copy(rbuf, coll_cat(sbuf, coll_displ_of(displs, len, root)), len);
     return rc ? rc : coll_waitall(g);
 }
 
@@ -178,18 +173,10 @@ int xdev_coll_scatter(xdev_coll_group_t *g, const void *sbuf, void *rbuf, size_t
     if (!ok || (g->rank == root && !coll_buf_ok(sbuf, total))) return XDEV_ERR_ARG;
     int rc = coll_begin(g);
     if (rc) return rc;
-    if (coll_pick(g, F_SCATTER, len, 1) == SCATTER_LINEAR) {
-        size_t *cd = g->rank == root ? malloc(2 * sizeof *cd * (size_t)g->size) : NULL;
-        if (g->rank == root && !cd) rc = XDEV_ERR_NOMEM;
-        for (int i = 0; cd && i < g->size; i++) {
-            cd[i] = len;
-            cd[g->size + i] = (size_t)i * len;
-        }
-        if (!rc) rc = scatterv_linear(g, sbuf, cd, cd ? cd + g->size : NULL, rbuf, len, root);
-        free(cd);
-    } else {
+    if (coll_pick(g, F_SCATTER, len, 1) == SCATTER_LINEAR)
+        rc = scatterv_linear(g, sbuf, NULL, NULL, rbuf, len, root);
+    else
         rc = scatter_binomial(g, sbuf, rbuf, len, root);
-    }
     return coll_end(g, rc);
 }
 
