@@ -305,7 +305,12 @@ XDEV_API int xdev_isend(xdev_t *dev, const void *buf, size_t len, int dst, int t
 /*
  * Synchronous-mode nonblocking send: as xdev_isend, but the request
  * completes only after the receiver has matched the message with a
- * receive.
+ * receive. A matched probe's claim (xdev_improbe) is not yet a receive:
+ * the send completes when the claim is received (xdev_imrecv), or when
+ * the receiver reads a claimed rendezvous into memory of its own because
+ * a later message of the sender came in (see xdev_imrecv). So a rank that
+ * waits for its own synchronous send before receiving the claim of it
+ * may wait for ever.
  */
 XDEV_API int xdev_issend(xdev_t *dev, const void *buf, size_t len, int dst, int tag, int ctx,
                 xdev_request_t *req);
@@ -427,7 +432,8 @@ XDEV_API int xdev_improbe(xdev_t *dev, int src, int tag, int ctx, int *found,
  * an empty *msg) if src is a specific rank that died with nothing matching
  * left (st then {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER, count 0}, as
  * xdev_probe's), or for a dead sender's cut marker (st then names it: its
- * tag is the cut message's). XDEV_ERR_WOKEN after xdev_wakeup. */
+ * tag is the cut message's). XDEV_ERR_WOKEN after xdev_wakeup, with
+ * *msg empty and st untouched. */
 XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t *msg,
                          xdev_status_t *st);
 

@@ -6,6 +6,8 @@
  *    status the probe reported; the handle is then zeroed, and using it
  *    again, or a copy of it, gets XDEV_ERR_ARG.
  *  - A claimed message is truncated like any other receive.
+ *  - A claim is not yet a receive: a synchronous send, eager or
+ *    rendezvous, completes once its claim is received, not before.
  *  - Eight threads race to claim and receive from one source: every
  *    message is received exactly once, eager and rendezvous sizes alike.
  */
@@ -86,6 +88,42 @@ static void claimed_truncated(void)
     h_barrier();
 }
 
+/* Rank 0 sends, rank 1 claims. Nothing more of rank 0's may reach rank 1
+ * until rank 0 has looked: a later message of its makes rank 1 read a
+ * claimed rendezvous into memory of its own (xdev_imrecv), which
+ * completes the send. */
+static void claimed_ssend(void)
+{
+    h_phase("mprobe: a synchronous send completes when its claim is received");
+    size_t lens[2] = { 100, rndz_len() };
+    unsigned char *buf = h_malloc(rndz_len()), note = 0;
+    for (int k = 0; k < 2 && h_rank < 2; k++) {
+        xdev_status_t st;
+        if (h_rank == 0) {
+            h_fill(buf, lens[k], 13 + (uint64_t)k, h_rank);
+            xdev_request_t s;
+            CHECK_RC(xdev_issend(h_dev, buf, lens[k], 1, TAG_A, CTX_MPROBE, &s));
+            CHECK_RC(xdev_recv(h_dev, &note, 1, 1, TAG_B, CTX_MPROBE, &st)); /* claimed */
+            int done = 0;
+            for (double t0 = h_now(); !done && h_now() - t0 < 0.05;)
+                CHECK_RC(xdev_test(&s, &done, &st));
+            CHECK(!done, "a %zu-byte synchronous send completed while only claimed", lens[k]);
+            CHECK_RC(xdev_send(h_dev, &note, 1, 1, TAG_B, CTX_MPROBE)); /* looked */
+            WAIT_SEND(&s, lens[k], "the claimed synchronous send");
+        } else {
+            xdev_message_t msg;
+            CHECK_RC(xdev_mprobe(h_dev, 0, TAG_A, CTX_MPROBE, &msg, &st));
+            CHECK_RC(xdev_send(h_dev, &note, 1, 0, TAG_B, CTX_MPROBE));
+            CHECK_RC(xdev_recv(h_dev, &note, 1, 0, TAG_B, CTX_MPROBE, &st));
+            CHECK_RC(xdev_mrecv(h_dev, buf, lens[k], &msg, &st));
+            CHECK_STATUS(&st, 0, TAG_A, CTX_MPROBE, XDEV_OK, lens[k], "the claim's mrecv");
+            CHECK_DATA(buf, lens[k], 13 + (uint64_t)k, 0, "the claim's mrecv");
+        }
+    }
+    free(buf);
+    h_barrier();
+}
+
 /* ---- eight threads race on one source ---- */
 
 static atomic_int taken;
@@ -143,5 +181,6 @@ void case_mprobe(void)
 {
     claim_leaves_matching();
     claimed_truncated();
+    claimed_ssend();
     racing_claims();
 }

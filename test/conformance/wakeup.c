@@ -7,7 +7,9 @@
  *    the xdev_wait is still active (and cancellable), and the blocking
  *    receive took no message (its status says cancelled): the one sent
  *    afterwards arrives whole.
- *  - xdev_probe is woken the same way from a signal handler.
+ *  - xdev_probe is woken the same way from a signal handler, and
+ *    xdev_mprobe from a thread: neither writes its status, and the
+ *    woken xdev_mprobe leaves *msg empty.
  *  - A wakeup is not sticky: the next blocking call blocks as usual.
  *  - xdev_peek_timed: 0 looks once, a bound is never cut short, and a
  *    completion is handed out as xdev_peek would.
@@ -25,13 +27,14 @@ enum { CTX_WAKE = 96, TAG_LATE = 1, TAG_PEEK = 2 };
 /* Fills the status before each blocked call, to see whether it wrote one. */
 enum { UNWRITTEN = 0x5a };
 
-enum blocked_call { B_PEEK, B_WAIT, B_RECV, B_PROBE };
+enum blocked_call { B_PEEK, B_WAIT, B_RECV, B_PROBE, B_MPROBE };
 
 static struct {
     enum blocked_call call;
     xdev_request_t req;
     int rc;
     xdev_status_t st; /* what the blocked call wrote, UNWRITTEN bytes before */
+    xdev_message_t msg; /* the same, for xdev_mprobe */
     double returned;
 } b;
 
@@ -47,6 +50,9 @@ static void *blocker(void *arg)
         b.rc = xdev_recv(h_dev, buf, sizeof buf, h_prev(), TAG_LATE, CTX_WAKE, &b.st);
         break;
     case B_PROBE: b.rc = xdev_probe(h_dev, h_prev(), TAG_LATE, CTX_WAKE, &b.st); break;
+    case B_MPROBE:
+        b.rc = xdev_mprobe(h_dev, h_prev(), TAG_LATE, CTX_WAKE, &b.msg, &b.st);
+        break;
     }
     b.returned = h_now();
     return NULL;
@@ -67,6 +73,7 @@ static void wake(enum blocked_call call, bool by_signal, const char *what)
     b.call = call;
     b.rc = 12345;
     memset(&b.st, UNWRITTEN, sizeof b.st);
+    memset(&b.msg, UNWRITTEN, sizeof b.msg);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, blocker, NULL) == 0, "pthread_create");
     h_sleep_ms(100); /* past the spin and yield phases, asleep */
@@ -108,6 +115,12 @@ static void wake_blocked_calls(void)
     memset(&untouched, UNWRITTEN, sizeof untouched);
     CHECK(memcmp(&b.st, &untouched, sizeof untouched) == 0, "the woken xdev_probe wrote its st");
     sigaction(SIGUSR1, &old, NULL);
+
+    wake(B_MPROBE, false, "xdev_mprobe");
+    CHECK(memcmp(&b.st, &untouched, sizeof untouched) == 0, "the woken xdev_mprobe wrote its st");
+    xdev_message_t empty;
+    memset(&empty, 0, sizeof empty);
+    CHECK(memcmp(&b.msg, &empty, sizeof empty) == 0, "the woken xdev_mprobe left *msg as it was");
 
     /* not sticky, and the woken receive took nothing: this one gets it */
     h_barrier();
