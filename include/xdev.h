@@ -68,6 +68,12 @@
  *    claimed by a matched probe whose data had all arrived when the sender
  *    died: its handle still receives it, unless a message of that sender
  *    matched or claimed before it could not be completed.
+ *    A send's completion is the sender's own (buf may be reused), not
+ *    delivery: a message whose sender completed it and died before its
+ *    bytes left the process (tcp keeps what the socket did not take) never
+ *    arrives: the sender's stream ends before it, with no lost marker.
+ *    Only a synchronous send's completion says that a receive matched the
+ *    message.
  */
 #ifndef XDEV_H
 #define XDEV_H
