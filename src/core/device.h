@@ -197,6 +197,7 @@ struct xdev {
     char **options;         /* per xdev_vars entry: its value, or NULL */
     char *boot_dir;         /* XDEV_BOOT_DIR as at init, or NULL */
     pthread_mutex_t lock;
+    bool lock_skipped;      /* the call in progress took no lock (dev_lock) */
     unsigned lock_waiters;  /* threads blocked in dev_lock (atomic) */
     unsigned lock_turns;    /* times a blocked thread got it, ever (atomic) */
     unsigned clock_stride;  /* a spinning wait's polls per clock reading */
@@ -257,15 +258,19 @@ struct xdev {
 
 /* Locking: a no-op for single-threaded devices. Threads that have to
  * block are counted, so that a busy waiter gives them a turn (progress.c).
- * In a process of one thread none can block, and glibc's lock is then a
- * plain store where a trylock would be an atomic one (6% of the 8-byte
- * message rate over shm). */
+ * In a process of one thread nothing can contend, so the call takes no
+ * lock: glibc's, though a plain store there, cost 1.2% of the 8-byte shm
+ * latency, 1.8% of its message rate and 0.8% of tcp's latency. Only the
+ * calling thread exists then; should something start another during the
+ * call (a library may), lock_skipped still pairs this call's unlock with
+ * its lock, and later calls lock. None of xdev's own threads that lock
+ * the device starts inside a call. */
 static inline void dev_lock(xdev_t *d)
 {
     if (d->flags & XDEV_FLAG_SINGLE_THREAD)
         return;
     if (__libc_single_threaded) {
-        pthread_mutex_lock(&d->lock);
+        d->lock_skipped = true;
         return;
     }
     if (pthread_mutex_trylock(&d->lock) == 0)
@@ -277,7 +282,11 @@ static inline void dev_lock(xdev_t *d)
 }
 static inline void dev_unlock(xdev_t *d)
 {
-    if (!(d->flags & XDEV_FLAG_SINGLE_THREAD))
+    if (d->flags & XDEV_FLAG_SINGLE_THREAD)
+        return;
+    if (d->lock_skipped)
+        d->lock_skipped = false;
+    else
         pthread_mutex_unlock(&d->lock);
 }
 

@@ -3,11 +3,18 @@
  * once on one device, each thread on its own tag, eager and rendezvous
  * sizes, nonblocking and blocking calls mixed; every byte is checked.
  * Then reap.c's checks that two threads cannot reap one request twice.
+ *
+ * Run with XDEV_CONF_WATCHDOG=0, the process has one thread until the
+ * workers start, and in a process of one thread the device takes no lock:
+ * a worker's traffic runs on the main thread first, and the lock must then
+ * hold for the four.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/single_threaded.h>
 
 #include "cases.h"
 #include "harness.h"
@@ -82,6 +89,12 @@ void case_threads(void)
     h_phase("threads: %d threads per rank, %d messages each", NTHREADS, NMSG + 2);
     CHECK(!(h_flags & XDEV_FLAG_SINGLE_THREAD), "this case needs a multi-threaded device, but "
           "the environment asks for XDEV_FLAG_SINGLE_THREAD");
+    const char *watchdog = getenv("XDEV_CONF_WATCHDOG");
+    if (watchdog && !strcmp(watchdog, "0")) {
+        CHECK(__libc_single_threaded, "no watchdog, yet the process has threads before the "
+              "workers start");
+        worker((void *)(intptr_t)NTHREADS);
+    }
     pthread_t th[NTHREADS];
     for (int t = 0; t < NTHREADS; t++)
         CHECK(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0, "pthread_create");
