@@ -70,8 +70,9 @@
  *    matched or claimed before it could not be completed.
  *    A send's completion is the sender's own (buf may be reused), not
  *    delivery: a message whose sender completed it and died before its
- *    bytes left the process (tcp keeps what the socket did not take) never
- *    arrives: the sender's stream ends before it, with no lost marker.
+ *    bytes reached the receiver (over tcp: in the sender's own buffer or
+ *    still in its socket) never arrives: the sender's stream ends before
+ *    it, with no lost marker.
  *    Only a synchronous send's completion says that a receive matched the
  *    message.
  */
