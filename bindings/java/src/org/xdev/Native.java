@@ -40,7 +40,7 @@ final class Native {
     static native int stats(long dev, long[] counters, String[] names);
     static native int requestSize();
     static native int statusSize();
-    static native long allocate(long bytes);
+    static native long allocate(long bytes, boolean zeroed);
     static native void free(long addr);
     static native ByteBuffer view(long addr, long bytes);
     static native long address(ByteBuffer buf);

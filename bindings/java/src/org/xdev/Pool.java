@@ -42,7 +42,7 @@ final class Pool {
                 return kept[c][--nkept[c]];
             }
         }
-        long mem = Native.allocate(1L << c);
+        long mem = Native.allocate(1L << c, false);
         if (mem == 0)
             throw new OutOfMemoryError("xdev: no native memory for a message of " + bytes + " bytes");
         return mem;

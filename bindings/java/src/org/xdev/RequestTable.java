@@ -98,7 +98,7 @@ final class RequestTable {
     }
 
     private void grow() {
-        long slab = Native.allocate(SLAB * SLOT_BYTES);
+        long slab = Native.allocate(SLAB * SLOT_BYTES, true);
         if (slab == 0)
             throw new OutOfMemoryError("xdev: no native memory for requests");
         int first = owners.length;
