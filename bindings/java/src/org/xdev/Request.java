@@ -161,9 +161,11 @@ public final class Request {
     /**
      * Reaps every request of reqs that has completed, with one progress pass
      * (xdev_testsome), and returns their indices. Null entries, and
-     * requests already reaped, are skipped. All must belong to one device,
-     * and none may be listed twice (IllegalArgumentException, as xdev
-     * refuses both, before anything is reaped).
+     * requests already reaped, are skipped; with none left it returns none
+     * and calls nothing, so it works after the device's close() as test()
+     * does. All must belong to one device, and none may be listed twice
+     * (IllegalArgumentException, as xdev refuses both, before anything is
+     * reaped).
      */
     public static int[] testSome(Request... reqs) {
         return some(reqs, false);
@@ -201,6 +203,9 @@ public final class Request {
             for (int i = 0; i < n; i++)
                 if (listed[i] && reqs[i].isReaped())
                     return new int[0];
+            /* nothing to reap: no call, so no device needed (it may be closed) */
+            if (noneActive(reqs))
+                return new int[0];
             Caller c = d.enter(block);
             int held = 0, rc = 0;
             try {
@@ -227,6 +232,13 @@ public final class Request {
             else if (rc != XdevException.WOKEN)
                 throw XdevException.of(rc, null);
         }
+    }
+
+    private static boolean noneActive(Request[] reqs) {
+        for (Request r : reqs)
+            if (r != null && !r.isReaped())
+                return false;
+        return true;
     }
 
     /* xdev_testsome and xdev_waitsome refuse a request listed twice, and

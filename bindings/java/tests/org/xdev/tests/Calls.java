@@ -338,8 +338,16 @@ public final class Calls {
 
     private void close() {
         Check.barrier(dev);
+        Request reaped = dev.irecv(direct(1), me, 16, 0);
+        dev.send(direct(1), me, 16, 0);
+        equal(1, reaped.waitFor().count(), "count");
+        Request abandoned = dev.irecv(direct(1), peer, 17, 0);
         dev.close();
         dev.close();
+        /* a Request outlives its device: nothing left to reap is no call */
+        that(abandoned.test().isCancelled(), "close abandoned the receive");
+        equal(0, Request.testSome(reaped, abandoned).length, "testSome after close");
+        equal(0, Request.waitSome(abandoned, null, reaped).length, "waitSome after close");
         raises(IllegalStateException.class, () -> dev.send(direct(1), peer, 0, 0));
         raises(IllegalStateException.class, () -> dev.iprobe(peer, 0, 0));
         raises(IllegalStateException.class, dev::rank);
