@@ -5,8 +5,8 @@
  * through the caller's scratch memory in the same native call, so that
  * a small message costs one JNI transition. The request calls take the
  * address of request storage Java allocated in native memory (it never
- * moves); post stores the Java-side slot number in its `user` field, for
- * xdev_peek to name the Request object again.
+ * moves); post stores the Java-side slot and its generation in its
+ * `user` field, for xdev_peek to name the Request object again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,17 +55,17 @@ static jint jni_recv_array(JNIEnv *env, jclass cls, jlong dev, jarray a, jint ki
     return rc;
 }
 
-/* Posts into the request storage at req, naming the Java Request by its
- * slot in the user field. For OP_IMRECV, msg holds the claimed message's
+/* Posts into the request storage at req, naming the Java Request in the
+ * user field (its slot and the slot's generation, RequestTable.add). For OP_IMRECV, msg holds the claimed message's
  * handle (see jni_probe.c), written back zeroed once received. */
 static jint jni_post(JNIEnv *env, jclass cls, jlong dev, jint op, jobject buf, jlong off,
-                     jlong len, jint peer, jint tag, jint ctx, jlong req, jint slot,
+                     jlong len, jint peer, jint tag, jint ctx, jlong req, jlong user,
                      jlongArray msg)
 {
     (void)cls;
     xdev_request_t *r = req_of(req);
     void *mem = mem_of(env, buf, off);
-    r->user = (void *)(intptr_t)slot;
+    r->user = (void *)(intptr_t)user;
     switch (op) {
     case OP_ISEND: return xdev_isend(dev_of(dev), mem, (size_t)len, peer, tag, ctx, r);
     case OP_ISSEND: return xdev_issend(dev_of(dev), mem, (size_t)len, peer, tag, ctx, r);
@@ -150,7 +150,7 @@ static const JNINativeMethod methods[] = {
     { "recv", "(JLjava/nio/ByteBuffer;JJIIIJ)I", (void *)jni_recv },
     { "sendArray", "(JLjava/lang/Object;IIIJIIIZ)I", (void *)jni_send_array },
     { "recvArray", "(JLjava/lang/Object;IIIJIIIJ)I", (void *)jni_recv_array },
-    { "post", "(JILjava/nio/ByteBuffer;JJIIIJI[J)I", (void *)jni_post },
+    { "post", "(JILjava/nio/ByteBuffer;JJIIIJJ[J)I", (void *)jni_post },
     { "await", "(J)I", (void *)jni_wait },
     { "test", "(J)I", (void *)jni_test },
     { "cancel", "(J)I", (void *)jni_cancel },

@@ -278,7 +278,7 @@ public final class Device implements AutoCloseable {
     private Request post(Request r, int op, ByteBuffer buf, long off, long len, int peer, int tag,
                          int ctx, long[] msg) {
         requests.add(r);
-        int rc = Native.post(handle, op, buf, off, len, peer, tag, ctx, r.addr, r.slot, msg);
+        int rc = Native.post(handle, op, buf, off, len, peer, tag, ctx, r.addr, r.user, msg);
         if (rc != XdevException.OK) {
             r.discard();
             throw XdevException.of(rc, null);
@@ -404,23 +404,27 @@ public final class Device implements AutoCloseable {
     private Request peek(int timeoutMs) {
         long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
         for (;;) {
-            long rc = XdevException.ARG;
+            long rc;
             Request r = null;
             Caller c = enter(timeoutMs != 0);
-            requests.peekBegin();
-            try {
+            try { /* looked up inside the call: close frees the table after */
                 rc = Native.peek(handle, timeoutMs);
+                if (rc >= 0)
+                    r = requests.peeked(rc);
             } finally {
-                r = requests.peekEnd(rc);
                 c.leave();
             }
             if (r != null)
                 return r;
-            if (rc == XdevException.TIMEOUT)
+            if (rc >= 0) {
+                if (timeoutMs == 0) /* the one completion was reaped meanwhile */
+                    return null;
+            } else if (rc == XdevException.TIMEOUT) {
                 return null;
-            if (rc != XdevException.WOKEN)
+            } else if (rc != XdevException.WOKEN) {
                 throw XdevException.of((int) rc, null);
-            if (timeoutMs > 0) /* woken for another thread: wait out the rest */
+            }
+            if (timeoutMs > 0) /* woken for another thread, or lost a race: wait out the rest */
                 timeoutMs = (int) Math.max(0, (deadline - System.nanoTime()) / 1_000_000L);
         }
     }

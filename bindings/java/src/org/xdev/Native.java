@@ -55,7 +55,7 @@ final class Native {
     static native int recvArray(long dev, Object array, int kind, int off, int n, long scratch,
                                 int src, int tag, int ctx, long status);
     static native int post(long dev, int op, ByteBuffer buf, long off, long len, int peer,
-                           int tag, int ctx, long req, int slot, long[] msg);
+                           int tag, int ctx, long req, long user, long[] msg);
     static native int await(long req);
     static native int test(long req);
     static native int cancel(long req);

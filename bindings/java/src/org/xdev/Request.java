@@ -43,9 +43,11 @@ public final class Request {
     }
 
     final Device device;
-    /* Set by RequestTable.add: the slot, its xdev_request_t, and the view
-     * of its slab where the status is reaped to. */
+    /* Set by RequestTable.add: the slot, the xdev request's user field,
+     * its xdev_request_t, and the view of its slab where the status is
+     * reaped to. */
     int slot;
+    long user;
     long addr;
     ByteBuffer slab;
     int statusAt;

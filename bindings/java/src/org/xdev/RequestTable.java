@@ -22,10 +22,12 @@ import java.util.List;
  * peek hands it out and it is reaped, or until close abandons it; the
  * collector never frees memory xdev may still write.
  *
- * <p>Peek: xdev_peek hands out a completion, whose user field is its slot
- * number, and the Request is looked up here afterwards. Another thread
- * may reap that request in between; so slots freed while a peek is under
- * way keep their owner until the last peek has looked.
+ * <p>Peek: xdev_peek hands out a completion by its user field, the slot
+ * number and the slot's generation, and the Request is looked up here
+ * afterwards. Another thread may reap that request in between and the
+ * slot go to a new Request; the generation, counted up each time a slot
+ * is freed, tells, and the peek then has nothing to return. So nothing
+ * waits for peeks to end (threads may peek without pause).
  */
 final class RequestTable {
     private static final int SLAB = 64;
@@ -36,13 +38,15 @@ final class RequestTable {
     private long[] slabs = new long[0];
     private ByteBuffer[] views = new ByteBuffer[0];
     private Request[] owners = new Request[0];
+    private int[] generations = new int[0];
     private int[] free = new int[0];
     private int nfree;
-    private int[] deferred = new int[0];
-    private int ndeferred;
-    private int peeking;
 
-    /** Gives r a slot: sets r.slot, r.addr (its xdev_request_t) and where its status is. */
+    /**
+     * Gives r a slot: sets r.slot, r.user (slot and generation, for the
+     * request's user field), r.addr (its xdev_request_t) and where its
+     * status is.
+     */
     synchronized void add(Request r) {
         if (nfree == 0)
             grow();
@@ -50,6 +54,7 @@ final class RequestTable {
         int at = slot % SLAB * SLOT_BYTES;
         owners[slot] = r;
         r.slot = slot;
+        r.user = (long) generations[slot] << 32 | slot;
         r.addr = slabs[slot / SLAB] + at;
         r.slab = views[slot / SLAB];
         r.statusAt = at + REQUEST_BYTES;
@@ -57,26 +62,20 @@ final class RequestTable {
 
     /** The slot's request was reaped (or never posted) and is left by every thread. */
     synchronized void remove(int slot) {
-        if (peeking > 0) {
-            deferred[ndeferred++] = slot;
-        } else {
-            owners[slot] = null;
-            free[nfree++] = slot;
-        }
+        owners[slot] = null;
+        generations[slot] = (generations[slot] + 1) & Integer.MAX_VALUE; /* user stays >= 0 */
+        free[nfree++] = slot;
     }
 
-    synchronized void peekBegin() {
-        peeking++;
+    /** The Request whose user field a peek returned, or null if it has been reaped since. */
+    synchronized Request peeked(long user) {
+        int slot = (int) user;
+        return generations[slot] == (int) (user >>> 32) ? owners[slot] : null;
     }
 
-    /** The Request whose slot a peek returned (slot < 0: it returned an error). */
-    synchronized Request peekEnd(long slot) {
-        Request r = slot >= 0 ? owners[(int) slot] : null;
-        if (--peeking == 0) {
-            while (ndeferred > 0)
-                remove(deferred[--ndeferred]);
-        }
-        return r;
+    /** How many slots the table has: a test's view of its native memory. */
+    synchronized int capacity() {
+        return owners.length;
     }
 
     /**
@@ -107,8 +106,8 @@ final class RequestTable {
         views = Arrays.copyOf(views, views.length + 1);
         views[views.length - 1] = Native.view(slab, SLAB * SLOT_BYTES).order(ByteOrder.nativeOrder());
         owners = Arrays.copyOf(owners, first + SLAB);
+        generations = Arrays.copyOf(generations, first + SLAB);
         free = Arrays.copyOf(free, first + SLAB);
-        deferred = Arrays.copyOf(deferred, first + SLAB);
         for (int i = SLAB - 1; i >= 0; i--)
             free[nfree++] = first + i;
     }

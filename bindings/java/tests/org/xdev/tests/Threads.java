@@ -13,9 +13,11 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.xdev.Device;
+import org.xdev.Internals;
 import org.xdev.Request;
 import org.xdev.Status;
 import org.xdev.XdevInterruptedException;
@@ -54,6 +56,7 @@ public final class Threads {
         Check.run(dev, "waitSome returns when waitFor reaps one of its requests", t::waitSomeLosesOne);
         Check.run(dev, "a dropped request lives until peek hands it out", t::droppedRequest);
         Check.run(dev, "peek and waitFor race for the same requests", t::peekRacesWait);
+        Check.run(dev, "overlapping peeks do not hold reaped requests' storage", t::overlappingPeeks);
         Check.run(dev, "close wakes a blocked thread, abandons what was never reaped, and lets it go",
                   t::close);
     }
@@ -391,6 +394,37 @@ public final class Threads {
             that(all.contains(r), "peek returned an object that was not posted");
             that(seen.add(r), "peek returned a request twice");
         }
+    }
+
+    /* Two threads in peekTimed loops are never both outside a peek; the
+     * requests reaped meanwhile must still give their slots back (they
+     * once waited for a moment with no peek under way, which never came). */
+    private void overlappingPeeks() throws Exception {
+        int n = 50_000;
+        int before = Internals.requestSlots(dev);
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> peekers = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            Thread p = new Thread(() -> {
+                while (!stop.get())
+                    dev.peekTimed(20);
+            });
+            p.start();
+            peekers.add(p);
+        }
+        ByteBuffer in = ByteBuffer.allocateDirect(4), out = ByteBuffer.allocateDirect(4);
+        for (int i = 0; i < n; i++) {
+            Request r = dev.irecv(in.clear(), me, 33, 0);
+            dev.send(out.clear(), me, 33, 0);
+            equal(4, r.waitFor().count(), "count");
+        }
+        stop.set(true);
+        for (Thread p : peekers)
+            p.join();
+        int after = Internals.requestSlots(dev);
+        that(after <= before + 64, n + " requests reaped under overlapping peeks left "
+             + after + " slots (" + before + " before)");
+        Check.barrier(dev);
     }
 
     private void close() throws Exception {
