@@ -48,6 +48,7 @@ public final class Threads {
         Check.run(dev, "interrupt a probe", () -> t.interrupted(() -> dev.probe(t.peer, 2, 0), 2));
         Check.run(dev, "interrupt a peek", () -> t.interrupted(dev::peek, -1));
         Check.run(dev, "interrupt a waitFor: the request stays active", t::interruptWaitFor);
+        Check.run(dev, "an interrupted ssend finishes once matched, the interrupt kept", t::interruptSsend);
         Check.run(dev, "an interrupted thread's blocking calls throw at once", t::interruptedBefore);
         Check.run(dev, "the collector runs while a receive into an array waits", t::collectWhileBlocked);
         Check.run(dev, "four threads share the device", t::sharedDevice);
@@ -106,6 +107,39 @@ public final class Threads {
             dev.recv(in, 0, 1, peer, tag, 0);
             equal(tag, in[0], "the message the interrupted call was waiting for");
         }
+    }
+
+    /* A blocking send has begun once posted: interrupted before its
+     * receive matched it, it waits for the match and returns normally,
+     * and the thread's interrupt status stays set for its next call. */
+    private void interruptSsend() throws Exception {
+        if (me == 1) {
+            dev.recv(new byte[0], 0, 0, peer, 35, 0);
+            int[] in = new int[1];
+            dev.recv(in, 0, 1, peer, 34, 0);
+            equal(34, in[0], "the ssend's message");
+            return;
+        }
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        boolean[] returned = new boolean[1], stillInterrupted = new boolean[1];
+        Thread t = new Thread(() -> {
+            try {
+                dev.ssend(new int[] { 34 }, 0, 1, peer, 34, 0);
+                returned[0] = true;
+                stillInterrupted[0] = Thread.currentThread().isInterrupted();
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        });
+        t.start();
+        Thread.sleep(200);
+        t.interrupt();
+        Thread.sleep(3 * INTERRUPT_MS); /* the watcher has woken it by now */
+        that(t.isAlive(), "the interrupted ssend returned before its receive was posted");
+        dev.send(new byte[0], 0, 0, peer, 35, 0);
+        t.join(5000);
+        that(thrown.get() == null && returned[0], "the ssend ended with " + thrown.get());
+        that(stillInterrupted[0], "the ssend cleared the interrupt status");
     }
 
     private void interruptWaitFor() throws Exception {
