@@ -18,11 +18,15 @@ def test_a_dead_peer_fails_only_what_involves_it(dev):
         dev.recv(bytearray(4), victim, 40)
     assert e.value.code == xdev.ERR_PEER
     assert dev.peer_state(victim) == xdev.PEER_DEAD
-    # the blocking calls that name it fail at once too, as in C
+    # the blocking calls that name it fail at once too, as in C, with the
+    # Status xdev gives: the dead rank, no tag, error ERR_PEER
     for call in (lambda: dev.probe(victim, 40), lambda: dev.mprobe(victim, 40),
                  lambda: dev.recv_bytes(victim, 40), lambda: dev.recv_obj(victim, 40)):
-        with pytest.raises(xdev.PeerError):
+        with pytest.raises(xdev.PeerError) as e:
             call()
+        st = e.value.status
+        assert st is not None
+        assert (st.source, st.tag, st.error, st.count) == (victim, xdev.ANY_TAG, xdev.ERR_PEER, 0)
     assert dev.improbe(victim, 40) is None  # the nonblocking ones find nothing
     # the survivors still talk
     dev.send(b"live", other, 41)

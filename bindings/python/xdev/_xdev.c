@@ -573,15 +573,15 @@ static int claim(P2P_ARGS, bool block, xdev_message_t *m, xdev_status_t *st)
     } else {
         rc = xdev_improbe(d->dev, pa.src, pa.tag, pa.ctx, &found, m, st);
     }
-    if (rc < 0)
-        return raise_code(rc, NULL), -1;
+    if (rc < 0) /* a dead sender's Status names it, as probe's does */
+        return raise_code(rc, rc == XDEV_ERR_PEER && st->error ? st : NULL), -1;
     return found;
 }
 
 /* improbe(source, tag, ctx) -> Message or None; mprobe blocks. */
 static PyObject *matched_probe(P2P_ARGS, bool block)
 {
-    xdev_status_t st;
+    xdev_status_t st = { 0 };
     xdev_message_t m;
     int found = claim(d, a, n, k, block, &m, &st);
     return found < 0 ? NULL : found ? message_new(d, &m, &st) : Py_NewRef(Py_None);
@@ -592,7 +592,7 @@ static PyObject *matched_probe(P2P_ARGS, bool block)
  * recv_obj unpickles). */
 static PyObject *dev_recv_bytes(P2P_ARGS)
 {
-    xdev_status_t st;
+    xdev_status_t st = { 0 };
     xdev_message_t m;
     if (claim(d, a, n, k, true, &m, &st) < 0)
         return NULL;
