@@ -218,7 +218,8 @@ typedef struct xdev_status {
     size_t msg_len; /* the message's full length: count, unless a receive
                      * was truncated (then count is the buffer's length)
                      * or failed (then count is 0, and msg_len the cut
-                     * message's length, or 0 when it took no message) */
+                     * message's length, or 0 when it took no message);
+                     * for a send its length, cancelled or not */
 } xdev_status_t;
 
 /*

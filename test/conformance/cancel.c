@@ -107,13 +107,15 @@ static void cancel_sends(void)
     CHECK_RC(xdev_issend(h_dev, b, 10, h_rank, TAG_SELF, CTX_CANCEL, &s));
     CHECK_RC(xdev_cancel(&s));
     CHECK_RC(xdev_wait(&s, &st));
-    CHECK(st.error == XDEV_ERR_CANCELED && st.count == 0, "cancelled ssend to self: error %d count %zu",
-          st.error, st.count);
+    CHECK(st.error == XDEV_ERR_CANCELED && st.count == 0 && st.msg_len == 10,
+          "cancelled ssend to self: error %d count %zu msg_len %zu", st.error, st.count,
+          st.msg_len);
     CHECK_RC(xdev_isend(h_dev, b, big, h_rank, TAG_SELF, CTX_CANCEL, &s));
     CHECK_RC(xdev_cancel(&s));
     CHECK_RC(xdev_wait(&s, &st));
-    CHECK(st.error == XDEV_ERR_CANCELED && st.count == 0, "cancelled large send to self: error %d count %zu",
-          st.error, st.count);
+    CHECK(st.error == XDEV_ERR_CANCELED && st.count == 0 && st.msg_len == big,
+          "cancelled large send to self: error %d count %zu msg_len %zu", st.error, st.count,
+          st.msg_len);
     CHECK_RC(xdev_iprobe(h_dev, h_rank, TAG_SELF, CTX_CANCEL, &found, &st));
     CHECK(!found, "a cancelled send to self is still there to receive");
 
