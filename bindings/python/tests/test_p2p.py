@@ -67,6 +67,11 @@ def test_bad_buffers(dev, ring):
         dev.irecv(b"read-only", prev)
     with pytest.raises(BufferError):
         dev.isend(np.arange(10)[::2], nxt)  # not contiguous
+    for not_a_buffer in ("text", [1, 2], 7, None):
+        with pytest.raises(TypeError):
+            dev.isend(not_a_buffer, nxt)
+        with pytest.raises(TypeError):
+            dev.irecv(not_a_buffer, prev)
     with pytest.raises(ValueError):
         dev.isend(b"x", dev.size)  # no such rank
     with pytest.raises(TypeError):

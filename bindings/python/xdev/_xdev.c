@@ -234,9 +234,17 @@ static int wait_request(DeviceObject *d, xdev_request_t *req, xdev_status_t *st,
     return st->error == XDEV_ERR_CANCELED ? XDEV_ERR_WOKEN : 0;
 }
 
-/* A buffer argument: C-contiguous, and writable for a receive. */
+/* A buffer argument: C-contiguous, and writable for a receive. An
+ * object with no buffer at all is the wrong type (TypeError, as
+ * Python's own calls say); a buffer of the wrong kind is a BufferError. */
 static int get_buffer(PyObject *obj, Py_buffer *view, bool writable)
 {
+    if (!PyObject_CheckBuffer(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "xdev needs a buffer (bytes, bytearray, memoryview, numpy array), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) |
                                           PyBUF_C_CONTIGUOUS) < 0) {
         if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
