@@ -46,13 +46,20 @@
  * its data to move. */
 #define CMA_MIN_DEFAULT ((size_t)16 << 20)
 
-/* Rings in one segment share a budget, so that a host full of ranks does
- * not fill /dev/shm: a ring is only touched (and its pages allocated) by
- * traffic, but all-to-all traffic touches every ring. */
-static size_t ring_bytes_for(int npeers)
+/* What XDEV_SHM_RING asked (0: nothing), rounded down to a power of two.
+ * Unasked, rings in one segment share a budget, so that a host full of
+ * ranks does not fill /dev/shm: a ring is only touched (and its pages
+ * allocated) by traffic, but all-to-all traffic touches every ring. */
+static size_t ring_bytes_for(size_t asked, int npeers)
 {
+    size_t r = 4096;
+    if (asked) {
+        while (r * 2 <= asked)
+            r *= 2;
+        return r;
+    }
     size_t want = RING_BUDGET / (size_t)(npeers > 0 ? npeers : 1);
-    size_t r = RING_MAX_BYTES;
+    r = RING_MAX_BYTES;
     while (r > want && r > RING_MIN_BYTES)
         r /= 2;
     return r;
@@ -67,12 +74,7 @@ static int read_options(xdev_tp_t *tp, size_t *ring)
         xdev_opt_size(tp->dev, "XDEV_SHM_CMA_MIN", &tp->cma_min) != XDEV_OK ||
         xdev_opt_choice(tp->dev, "XDEV_SHM_CMA_MODE", &push) != XDEV_OK)
         return XDEV_ERR_INIT;
-    *ring = ring_bytes_for(tp->npeers);
-    if (asked) { /* a power of two, the largest that fits */
-        *ring = 4096;
-        while (*ring * 2 <= asked)
-            *ring *= 2;
-    }
+    *ring = ring_bytes_for(asked, tp->npeers);
     tp->cma_mode = push ? XDEV_RNDZ_WRITE : XDEV_RNDZ_READ;
     /* Middle sizes are chosen by timing both ways, which takes a reader
      * that makes the single copies (write mode: the sender) and ranks
@@ -311,12 +313,22 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 }
 
 /* xdev-info: room for segments, and whether the single copy may work. */
+/* xdev-info: what shm finds here, with the environment's options (a
+ * device's own options may differ). */
 static void shm_info(FILE *out)
 {
+    size_t asked = 0, cma_min = CMA_MIN_DEFAULT;
+    int push = 0;
+    if (xdev_opt_size(NULL, "XDEV_SHM_RING", &asked) != XDEV_OK ||
+        xdev_opt_size(NULL, "XDEV_SHM_CMA_MIN", &cma_min) != XDEV_OK ||
+        xdev_opt_choice(NULL, "XDEV_SHM_CMA_MODE", &push) != XDEV_OK)
+        fprintf(out, "  an XDEV_SHM_* variable has a value shm refuses: its xdev_init fails\n");
     struct statvfs v;
     if (statvfs("/dev/shm", &v) == 0)
-        fprintf(out, "  /dev/shm: %.1f GiB free; rings of %zu KiB with 1-4 local peers (8 MiB per rank in all)\n",
-                (double)v.f_bavail * (double)v.f_frsize / (1 << 30), ring_bytes_for(1) / 1024);
+        fprintf(out, "  /dev/shm: %.1f GiB free; rings of %zu KiB%s\n",
+                (double)v.f_bavail * (double)v.f_frsize / (1 << 30),
+                ring_bytes_for(asked, 1) / 1024,
+                asked ? " (XDEV_SHM_RING)" : " with 1-4 local peers (8 MiB per rank in all)");
     else
         fprintf(out, "  /dev/shm: %s: shm cannot work here\n", strerror(errno));
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
@@ -326,10 +338,16 @@ static void shm_info(FILE *out)
             scope = 0;
         fclose(f);
     }
-    fprintf(out, "  single copy (process_vm_readv) from %zu MiB, from %zu KiB while streams are slow or go both ways: %s\n",
-            CMA_MIN_DEFAULT >> 20, SHM_ADAPT_MIN >> 10,
-            scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
-                       : "restricted by yama ptrace_scope; falls back to the ring");
+    bool mib = cma_min >= ((size_t)1 << 20) && !(cma_min & (((size_t)1 << 20) - 1));
+    fprintf(out, "  single copy (process_vm_%s)", push ? "writev" : "readv");
+    if (cma_min == SIZE_MAX)
+        fprintf(out, " never (XDEV_SHM_CMA_MIN)");
+    else
+        fprintf(out, " from %zu %s", cma_min >> (mib ? 20 : 10), mib ? "MiB" : "KiB");
+    if (cma_min != SIZE_MAX && cma_min > SHM_ADAPT_MIN && !push)
+        fprintf(out, ", from %zu KiB while streams are slow or go both ways", SHM_ADAPT_MIN >> 10);
+    fprintf(out, ": %s\n", scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
+                                      : "restricted by yama ptrace_scope; falls back to the ring");
     fprintf(out, "  doorbell for sleeping ranks: FIFO in /dev/shm, membarrier %s\n",
             shm_bell_fence_free() ? "available (no fence on the send path)"
                                   : "missing (a fence per send while peers sleep)");
