@@ -55,6 +55,9 @@ static void variables(void)
         const char *now = getenv(v->name);
         printf("  %-26s %-14s %-20s %s%s: %s [%s]\n", v->name, now ? now : "(unset)", v->dflt,
                v->reader, v->option ? "*" : "", v->meaning, type_words(v, buf, sizeof buf));
+        if (now && *now && xdev_var_check(v, now) != XDEV_OK)
+            printf("  %-26s ^ refused: a device that reads it fails xdev_init (XDEV_ERR_INIT)\n",
+                   "");
     }
     /* libxdev_coll's (XDEV_COLL_*, see the README's Collectives) and
      * misspelt ones are shown as set, so a typo does not go unnoticed. */
@@ -88,8 +91,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: xdev-info [-v | --markdown]\n");
-        return 2;
+        bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+        fprintf(help ? stdout : stderr, "usage: xdev-info [-v | --markdown]\n");
+        return help ? 0 : 2;
     }
     size_t n;
     const xdev_tp_ops_t *const *tps = xdev_transports_built(&n);
