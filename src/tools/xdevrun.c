@@ -8,7 +8,8 @@
  * XDEV_JOB_SECRET, XDEV_BOOT_DIR (and XDEV_TRANSPORT if given) added to its
  * environment. The ranks share xdevrun's stdin/stdout/stderr. xdevrun tears
  * the job down when a rank fails (unless --keep-going), on timeout and on
- * SIGINT/SIGTERM/SIGHUP, with whatever the ranks started (it is their
+ * a signal that would end it (INT, TERM, HUP, QUIT, USR1, USR2), with
+ * whatever the ranks started (it is their
  * subreaper); once a failed job's ranks are gone, --keep-going or not,
  * what they left goes too. It always removes the job's boot directory and
  * shared-memory segments afterwards.
@@ -544,8 +545,9 @@ static void kill_adopted(struct job *job)
     reap_ranks(job);
 }
 
-/* SIGINT/SIGTERM/SIGHUP to xdevrun: pass it on to the ranks; a second one
- * means the user will not wait for the grace period. */
+/* A signal that would end xdevrun (so leave the boot directory behind):
+ * pass it on to the ranks; a second one means the user will not wait for
+ * the grace period. */
 static void interrupted(struct job *job, int sig)
 {
     note_failure(job, 128 + sig);
@@ -626,10 +628,10 @@ static int run_job(const struct options *opt)
 {
     sigset_t handled, orig_mask;
     sigemptyset(&handled);
-    sigaddset(&handled, SIGCHLD);
-    sigaddset(&handled, SIGINT);
-    sigaddset(&handled, SIGTERM);
-    sigaddset(&handled, SIGHUP);
+    for (const int *sig = (const int[]){ SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                                          SIGUSR2, 0 };
+         *sig; sig++)
+        sigaddset(&handled, *sig);
     /* Blocked before the first fork so that no SIGCHLD or SIGTERM can be
      * lost; from here on they are read from the signalfd. */
     sigprocmask(SIG_BLOCK, &handled, &orig_mask);

@@ -1,6 +1,7 @@
 #!/bin/bash
-# launcher-signals: SIGTERM/SIGINT to xdevrun reach the ranks, and killing
-# xdevrun outright takes the ranks with it.
+# launcher-signals: SIGTERM/SIGINT (and the other signals that would end
+# it) to xdevrun reach the ranks, and killing xdevrun outright takes the
+# ranks with it.
 . "$(dirname "$0")/lib.sh"
 
 # Job control gives background jobs their own process group and, unlike a
@@ -43,6 +44,16 @@ stop_with INT
 check "SIGINT to xdevrun: exit 130" rc_is 130
 check "...at once (${MS} ms)" took_under 1000
 check "...leaving no rank running" no_rank_alive
+
+# every other signal that would end xdevrun is passed on alike, so that
+# the job's boot directory does not outlive it
+for sig in QUIT:131 USR1:138 USR2:140; do
+    start -n 3 --grace 5 sh -c "$sleeper"
+    stop_with "${sig%:*}"
+    check "SIG${sig%:*} to xdevrun: exit ${sig#*:}" rc_is "${sig#*:}"
+    check "...leaving no rank running" no_rank_alive
+    check "...and no boot directory" no_boot_dir_left
+done
 
 start -n 3 --grace 0.5 sh -c "$deaf_sleeper"
 stop_with TERM
