@@ -312,7 +312,6 @@ static int shm_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
     return 0;
 }
 
-/* xdev-info: room for segments, and whether the single copy may work. */
 /* xdev-info: what shm finds here, with the environment's options (a
  * device's own options may differ). */
 static void shm_info(FILE *out)
@@ -346,8 +345,9 @@ static void shm_info(FILE *out)
         fprintf(out, " from %zu %s", cma_min >> (mib ? 20 : 10), mib ? "MiB" : "KiB");
     if (cma_min != SIZE_MAX && cma_min > SHM_ADAPT_MIN && !push)
         fprintf(out, ", from %zu KiB while streams are slow or go both ways", SHM_ADAPT_MIN >> 10);
-    fprintf(out, ": %s\n", scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
-                                      : "restricted by yama ptrace_scope; falls back to the ring");
+    fprintf(out, ": %s\n",
+            scope <= 0 ? "allowed between a user's processes (yama ptrace_scope 0 or none)"
+                       : "restricted by yama ptrace_scope; falls back to the ring");
     fprintf(out, "  doorbell for sleeping ranks: FIFO in /dev/shm, membarrier %s\n",
             shm_bell_fence_free() ? "available (no fence on the send path)"
                                   : "missing (a fence per send while peers sleep)");

@@ -32,7 +32,8 @@ grep -A1 -E '^  XDEV_PEER_TIMEOUT_MS +soon ' <<<"$out" | grep -q '\^ refused' ||
 grep -A1 -E '^  XDEV_EAGER_LIMIT ' <<<"$out" | grep -q 'refused' && say "a good value is flagged"
 # shm's section gives what the environment sets, not the defaults
 if [[ " $* " == *" shm "* ]]; then
-    grep -q 'rings of 512 KiB (XDEV_SHM_RING)' <<<"$out" || say "shm does not show XDEV_SHM_RING's ring"
+    grep -q 'rings of 512 KiB (XDEV_SHM_RING)' <<<"$out" ||
+        say "shm does not show XDEV_SHM_RING's ring"
     grep -q 'single copy .* never' <<<"$out" || say "shm does not show XDEV_SHM_CMA_MIN=never"
 fi
 for t in "$@"; do

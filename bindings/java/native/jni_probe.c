@@ -78,7 +78,8 @@ static jint jni_mrecv(JNIEnv *env, jclass cls, jlong dev, jlongArray words, jobj
     return rc;
 }
 
-/* The user field (slot and generation) of the completion handed out, or an error (XDEV_ERR_TIMEOUT, XDEV_ERR_WOKEN). */
+/* The user field (slot and generation) of the completion handed out, or
+ * an error (XDEV_ERR_TIMEOUT, XDEV_ERR_WOKEN). */
 static jlong jni_peek(JNIEnv *env, jclass cls, jlong dev, jint timeout_ms)
 {
     (void)env, (void)cls;

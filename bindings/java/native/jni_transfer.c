@@ -56,8 +56,9 @@ static jint jni_recv_array(JNIEnv *env, jclass cls, jlong dev, jarray a, jint ki
 }
 
 /* Posts into the request storage at req, naming the Java Request in the
- * user field (its slot and the slot's generation, RequestTable.add). For OP_IMRECV, msg holds the claimed message's
- * handle (see jni_probe.c), written back zeroed once received. */
+ * user field (its slot and the slot's generation, RequestTable.add). For
+ * OP_IMRECV, msg holds the claimed message's handle (see jni_probe.c),
+ * written back zeroed once received. */
 static jint jni_post(JNIEnv *env, jclass cls, jlong dev, jint op, jobject buf, jlong off,
                      jlong len, jint peer, jint tag, jint ctx, jlong req, jlong user,
                      jlongArray msg)

@@ -48,7 +48,8 @@ public final class Threads {
         Check.run(dev, "interrupt a probe", () -> t.interrupted(() -> dev.probe(t.peer, 2, 0), 2));
         Check.run(dev, "interrupt a peek", () -> t.interrupted(dev::peek, -1));
         Check.run(dev, "interrupt a waitFor: the request stays active", t::interruptWaitFor);
-        Check.run(dev, "an interrupted ssend finishes once matched, the interrupt kept", t::interruptSsend);
+        Check.run(dev, "an interrupted ssend finishes once matched, the interrupt kept",
+                  t::interruptSsend);
         Check.run(dev, "an interrupted thread's blocking calls throw at once", t::interruptedBefore);
         Check.run(dev, "the collector runs while a receive into an array waits", t::collectWhileBlocked);
         Check.run(dev, "four threads share the device", t::sharedDevice);
@@ -57,7 +58,8 @@ public final class Threads {
         Check.run(dev, "waitSome returns when waitFor reaps one of its requests", t::waitSomeLosesOne);
         Check.run(dev, "a dropped request lives until peek hands it out", t::droppedRequest);
         Check.run(dev, "peek and waitFor race for the same requests", t::peekRacesWait);
-        Check.run(dev, "overlapping peeks do not hold reaped requests' storage", t::overlappingPeeks);
+        Check.run(dev, "overlapping peeks do not hold reaped requests' storage",
+                  t::overlappingPeeks);
         Check.run(dev, "close wakes a blocked thread, abandons what was never reaped, and lets it go",
                   t::close);
     }
