@@ -36,9 +36,9 @@
  * Contexts and matching. A group owns its context: libxdev_coll sends and
  * receives on it, and the application must not use that context for its own
  * point-to-point traffic; another group of the same device cannot have it
- * while this one exists (xdev_coll_group_create refuses it). Collectives on groups with different contexts never
- * match each other's messages, and user traffic on other contexts never
- * matches a collective's. (An MPI library gives each communicator two
+ * while this one exists (xdev_coll_group_create refuses it). Collectives on
+ * groups with different contexts never match each other's messages, and
+ * user traffic on other contexts never matches a collective's. (An MPI library gives each communicator two
  * contexts: one for its point-to-point traffic, one for its group.) Within
  * the context, a tag names a phase of a collective (small numbers); the
  * members call the group's collectives in the same order, and since
