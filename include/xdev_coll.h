@@ -28,7 +28,11 @@
  *    noticed it, and the failure spreads as below; that includes a rank's
  *    own count in a v-variant that differs from its own buffer's size (the
  *    root's counts[root] against len in gatherv and scatterv, counts[rank]
- *    in allgatherv, scounts[rank] against rcounts[rank] in alltoallv).
+ *    in allgatherv, scounts[rank] against rcounts[rank] in alltoallv). So
+ *    do counts that differ only in where blocks lie, each message keeping
+ *    its size (reduce_scatter's rcounts, or a reduction's count, in the
+ *    ring algorithm): every member fails, none returns XDEV_OK with a sum
+ *    of blocks taken from different places.
  *  - Roots and ranks in arguments are group ranks (0 .. group size - 1).
  *  - A group is used by one thread at a time; different groups may be used
  *    from different threads of a device made for multi-threaded use.
@@ -37,14 +41,16 @@
  * receives on it, and the application must not use that context for its own
  * point-to-point traffic; another group of the same device cannot have it
  * while this one exists (xdev_coll_group_create refuses it). Collectives on
- * groups with different contexts never match each other's messages, and
- * user traffic on other contexts never matches a collective's. (An MPI library gives each communicator two
- * contexts: one for its point-to-point traffic, one for its group.) Within
- * the context, a tag names a phase of a collective (small numbers); the
- * members call the group's collectives in the same order, and since
- * messages between two ranks on one tag never overtake each other and each
- * collective receives every message it sends, successive collectives match
- * in order. The tag 0x7fffffff is the failure notice below.
+ * groups with different contexts never match each other's messages, and user
+ * traffic on other contexts never matches a collective's. (An MPI library
+ * gives each communicator two contexts: one for its point-to-point traffic,
+ * one for its group.) Within the context, a tag names a phase of a collective
+ * (below 2^30; the ring adds a hash of its block lengths, and receives with
+ * XDEV_ANY_TAG from its neighbour to compare them); the members call the
+ * group's collectives in the same order, and since messages between two ranks
+ * on one tag never overtake each other and each collective receives every
+ * message it sends, successive collectives match in order. The tag 0x7fffffff
+ * is the failure notice below.
  *
  * Failures. A collective that fails on one rank (a dead peer, mismatched
  * sizes, no memory) must not leave the others waiting for it. The failing

@@ -66,7 +66,10 @@ struct xdev_coll_group {
     int watch_due;      /* the running call has not looked at it yet */
     /* The running collective's requests; never moved while active. */
     xdev_request_t *reqs;
-    size_t *expect;     /* bytes a receive must deliver; SIZE_MAX for sends */
+    struct coll_expect {
+        size_t bytes;   /* a receive must deliver this many; SIZE_MAX for sends */
+        int tag;        /* and carry this tag, if posted for any (else -1) */
+    } *expect;
     int nreq, cap;
     void *spare[2];     /* scratch blocks kept for the next calls, or NULL */
     struct xdev_coll_group *next_live; /* group.c's list of the groups that exist */
@@ -89,6 +92,9 @@ int coll_mismatch(xdev_coll_group_t *g);
 int coll_post_watch(xdev_coll_group_t *g);
 int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int phase);
 int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase);
+/* A receive of any tag from peer that fails the collective (a mismatch)
+ * unless its message carries tag; see coll_ring_reduce_scatter. */
+int coll_irecv_tagged(xdev_coll_group_t *g, void *buf, size_t len, int peer, int tag);
 /* Wait for every posted request of the call, or a failure notice. */
 int coll_waitall(xdev_coll_group_t *g);
 /* The same where this member waits on every other one: each sends to it

@@ -15,7 +15,7 @@
 #define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
 #define CLOCK_EVERY 16 /* idle polls between clock reads, until it backs off */
 
-/* g->expect values that are not a receive's byte count. */
+/* g->expect[].bytes values that are not a receive's byte count. */
 #define SEND_MARK SIZE_MAX
 #define REAPED (SIZE_MAX - 1)
 
@@ -117,7 +117,8 @@ int coll_end(xdev_coll_group_t *g, int rc)
     return rc;
 }
 
-static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int peer, int phase)
+static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int peer, int phase,
+                int want_tag)
 {
     if (g->nreq >= g->cap) return XDEV_ERR_NOMEM; /* the group lost its array */
     xdev_request_t *r = &g->reqs[g->nreq];
@@ -130,18 +131,32 @@ static int post(xdev_coll_group_t *g, int is_send, void *buf, size_t len, int pe
     int rc = is_send ? xdev_isend(g->dev, buf, len, g->ranks[peer], phase, g->ctx, r)
                      : xdev_irecv(g->dev, buf, len, g->ranks[peer], phase, g->ctx, r);
     if (rc) return rc;
-    g->expect[g->nreq++] = is_send ? SEND_MARK : len;
+    g->expect[g->nreq++] = (struct coll_expect){ is_send ? SEND_MARK : len, want_tag };
     return XDEV_OK;
 }
 
 int coll_isend(xdev_coll_group_t *g, const void *buf, size_t len, int peer, int phase)
 {
-    return post(g, 1, (void *)buf, len, peer, phase);
+    return post(g, 1, (void *)buf, len, peer, phase, -1);
 }
 
 int coll_irecv(xdev_coll_group_t *g, void *buf, size_t len, int peer, int phase)
 {
-    return post(g, 0, buf, len, peer, phase);
+    return post(g, 0, buf, len, peer, phase, -1);
+}
+
+int coll_irecv_tagged(xdev_coll_group_t *g, void *buf, size_t len, int peer, int tag)
+{
+    return post(g, 0, buf, len, peer, XDEV_ANY_TAG, tag);
+}
+
+/* What a completed receive's status says of the collective. */
+static int received(const struct coll_expect *e, const xdev_status_t *st)
+{
+    if (st->error) return st->error;
+    if (e->tag >= 0 && st->tag != e->tag) /* a notice, or a member out of step */
+        return st->tag == XDEV_COLL_NOTICE_TAG ? XDEV_ERR_PEER : XDEV_ERR_TRUNCATE;
+    return st->count == e->bytes ? XDEV_OK : XDEV_ERR_TRUNCATE;
 }
 
 /* Requests are tested in place (an active request must not move); a reaped
@@ -186,19 +201,19 @@ static int waitall(xdev_coll_group_t *g, bool from_all)
     while (g->nreq > 0) {
         int progressed = 0;
         for (int i = 0; i < g->nreq; i++) {
-            if (g->expect[i] == REAPED) continue;
+            if (g->expect[i].bytes == REAPED) continue;
             int done = 0;
             xdev_status_t st;
             int rc = xdev_test(&g->reqs[i], &done, &st);
             if (rc) return rc;
             if (!done) continue;
             progressed = 1;
-            if (st.error && !first_error) first_error = st.error;
-            else if (g->expect[i] != SEND_MARK && st.count != g->expect[i] && !first_error)
-                first_error = XDEV_ERR_TRUNCATE;
-            g->expect[i] = REAPED;
+            if (!first_error)
+                first_error = g->expect[i].bytes == SEND_MARK ? st.error
+                                                              : received(&g->expect[i], &st);
+            g->expect[i].bytes = REAPED;
         }
-        while (g->nreq > 0 && g->expect[g->nreq - 1] == REAPED) g->nreq--;
+        while (g->nreq > 0 && g->expect[g->nreq - 1].bytes == REAPED) g->nreq--;
         if (first_error) return first_error;
         if (g->nreq == 0) break;
         /* The watch is only for failures: look at it when idle a while. */

@@ -53,6 +53,19 @@ out:
     return rc;
 }
 
+/* The ring's tag: the phase (below 16) and a hash of this member's block
+ * lengths, which place every block. Members that disagree on them may
+ * still pass blocks of equal lengths, from places that differ, which no
+ * receive's size would show; the tag shows it instead. */
+static int ring_tag(const size_t *len, int p, int phase)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (int i = 0; i < p; i++)
+        for (size_t v = len[i], k = 0; k < sizeof v; k++, v >>= 8)
+            h = (h ^ (uint8_t)v) * 16777619u;
+    return phase | (int)((h & 0x3ffffff) << 4); /* never XDEV_COLL_NOTICE_TAG */
+}
+
 int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
                              const size_t *start, const size_t *len, const xdev_coll_op_t *op,
                              size_t esz, int phase)
@@ -72,17 +85,21 @@ int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
             if (len[i] > most) most = len[i];
         if (!(tmp = coll_alloc(g, most * esz))) return XDEV_ERR_NOMEM;
     }
-    int right = (r + 1) % p, left = (r + p - 1) % p;
+    int right = (r + 1) % p, left = (r + p - 1) % p, tag = ring_tag(len, p, phase);
     /* Step s passes on the partial sum of block r - s - 1 (at step 0 this
      * member's own part) and receives the left neighbour's of block
      * r - s - 2; after p - 1 steps the last one received is block r,
-     * complete. */
+     * complete. A member whose lengths differ from its left neighbour's
+     * fails at step 0 and passes nothing on, and every block's path of
+     * p - 1 steps goes through it or its right neighbour, which fails as
+     * well: so no member completes with blocks taken from the wrong places. */
     for (int s = 0; s < p - 1 && !rc; s++) {
         int sb = (r - s - 1 + p) % p, rb = (r - s - 2 + 2 * p) % p;
         const void *from = s == 0 ? sbuf : work;
         char *blk = coll_at(work, start[rb] * esz);
-        rc = coll_sendrecv(g, coll_cat(from, start[sb] * esz), len[sb] * esz, right,
-                           tmp ? tmp : blk, len[rb] * esz, left, phase);
+        rc = coll_irecv_tagged(g, tmp ? tmp : blk, len[rb] * esz, left, tag);
+        if (!rc) rc = coll_isend(g, coll_cat(from, start[sb] * esz), len[sb] * esz, right, tag);
+        if (!rc) rc = coll_waitall(g);
         if (!rc)
             coll_op_apply(op, tmp ? tmp : coll_cat(sbuf, start[rb] * esz), blk, len[rb]);
     }

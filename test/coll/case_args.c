@@ -3,7 +3,8 @@
  * variables XDEV_ERR_INIT) and change nothing: output pointers and buffers
  * keep their contents, and the group works afterwards. A rank's own count
  * in a v-variant that differs from its buffer is a size mismatch instead:
- * it fails there with XDEV_ERR_TRUNCATE and the others are told.
+ * it fails there with XDEV_ERR_TRUNCATE and the others are told. So does
+ * a block layout that differs with every message's size the same.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -154,11 +155,48 @@ static void own_count_mismatch(size_t *c, uint8_t *in, uint8_t *out)
     only_library_requests_peeked();
 }
 
+/* The ring reduce-scatter (reduce_scatter's, and allreduce's for long
+ * vectors) with the last member's first block one element longer: every
+ * later block keeps its length and starts one element further on, so its
+ * messages have the sizes the others expect, from other places. Every
+ * member must fail: none may return XDEV_OK with blocks taken from the
+ * wrong places. Four rounds, as a member could once finish before the
+ * failure reached it in some runs and not others. */
+static void layout_mismatch(void)
+{
+    int p = t_size, odd = p - 1;
+    size_t count = 4 * (size_t)p + 1, *rcounts = t_malloc(sizeof(size_t) * (size_t)p);
+    int32_t *in = t_malloc(sizeof(int32_t) * count), *out = t_malloc(sizeof(int32_t) * count);
+    for (size_t i = 0; i < count; i++) in[i] = (int32_t)i + 1;
+    xdev_coll_op_t sum = {XDEV_COLL_INT32, XDEV_COLL_SUM, NULL, 0, NULL};
+    static const char *const vars[] = {"XDEV_COLL_REDUCE_SCATTER", "XDEV_COLL_ALLREDUCE"};
+    for (int round = 0; round < 8; round++) {
+        int k = round % 2;
+        t_phase("block layout mismatch: %s=ring, round %d", vars[k], round / 2);
+        setenv(vars[k], "ring", 1);
+        xdev_coll_group_t *g = NULL;
+        CHECK_RC(xdev_coll_group_create(t_dev, NULL, p, t_next_ctx(), &g));
+        unsetenv(vars[k]);
+        for (int i = 0; i < p; i++) rcounts[i] = 4 + (i == 0 && t_rank == odd);
+        int rc = k ? xdev_coll_allreduce(g, in, out, count - (t_rank != odd), &sum)
+                   : xdev_coll_reduce_scatter(g, in, out, rcounts, &sum);
+        CHECK(rc == XDEV_ERR_TRUNCATE || rc == XDEV_ERR_PEER,
+              "%s=ring, the last member's first block longer: %d (%s), want an error", vars[k],
+              rc, xdev_strerror(rc));
+        CHECK_RC(xdev_coll_group_free(g));
+    }
+    only_library_requests_peeked();
+    free(rcounts);
+    free(in);
+    free(out);
+}
+
 int case_mismatch(void)
 {
     size_t p = (size_t)t_size, *c = t_malloc(4 * sizeof(size_t) * p);
     uint8_t *in = t_malloc(4 * p + 8), *out = t_malloc(4 * p + 8);
     if (p > 1) own_count_mismatch(c, in, out);
+    if (p > 1) layout_mismatch();
     /* The failed collectives' requests are abandoned at finalize. */
     t_phase("xdev_finalize");
     int rc = xdev_finalize(t_dev);

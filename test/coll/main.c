@@ -4,7 +4,8 @@
  *   reduce   barrier, reduce, allreduce, reduce_scatter, scan
  *   groups   subgroups, two contexts and point-to-point interleaved
  *   args     bad arguments
- *   mismatch a rank's own count in a v-variant off by one (finalizes itself)
+ *   mismatch a rank's own count in a v-variant off by one, and a ring's block
+ *            layout (finalizes itself)
  *   wildcard with XDEV_WILDCARD_FAILS=1, the last rank finalizes early
  *   kill FAMILY ALG [mid|slow|late|first]  a member dies mid-collective (see case_kill.c)
  */
