@@ -69,10 +69,10 @@
  *    died: its handle still receives it, unless a message of that sender
  *    matched or claimed before it could not be completed.
  *    A send's completion is the sender's own (buf may be reused), not
- *    delivery: a message whose sender completed it and died before its
- *    bytes reached the receiver (over tcp: in the sender's own buffer or
- *    still in its socket) never arrives: the sender's stream ends before
- *    it, with no lost marker.
+ *    delivery: a message whose sender died before its head or rendezvous
+ *    offer reached the receiver (over tcp: in the sender's own buffer or
+ *    still in its socket), whether or not that send had completed, never
+ *    arrives: the sender's stream ends before it, with no lost marker.
  *    Only a synchronous send's completion says that a receive matched the
  *    message.
  */
@@ -218,7 +218,9 @@ typedef struct xdev_status {
     size_t msg_len; /* the message's full length: count, unless a receive
                      * was truncated (then count is the buffer's length)
                      * or failed (then count is 0, and msg_len the cut
-                     * message's length, or 0 when it took no message);
+                     * message's length, or 0 when it took no message;
+                     * the buffer may hold the part of the cut message
+                     * that came, never more than len or msg_len bytes);
                      * for a send its length, cancelled or not */
 } xdev_status_t;
 
