@@ -7,8 +7,11 @@
 
 #include "coll.h"
 
-/* Scratch blocks bigger than this are given back after each call. */
-#define SPARE_MAX ((size_t)16 << 20)
+/* Scratch blocks bigger than 16 MiB are given back after each call. It is
+ * compared with malloc_usable_size, which adds malloc's rounding to what
+ * was asked (a page, less its header, for glibc's mmap'd blocks): at 16 MiB
+ * exactly the block was not kept. */
+#define SPARE_MAX (((size_t)16 << 20) + 4096)
 
 /* Long collectives need scratch as big as the message every call, and
  * new memory is slow to fill here: from malloc's mmap threshold (128 KiB
