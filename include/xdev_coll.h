@@ -92,7 +92,9 @@
  *
  * Algorithms are picked per call from the message size and the group size
  * and can be forced or re-tuned with XDEV_COLL_* environment variables, read
- * when a group is created (see the README's libxdev_coll section):
+ * when a group is created (see the README's libxdev_coll section; an empty
+ * value counts as unset, and a malformed one makes xdev_coll_group_create
+ * fail with XDEV_ERR_INIT):
  *   bcast        binomial tree (short); binomial scatter + ring allgather (long)
  *   gather/scatter  binomial tree (short); linear, all nonblocking (long)
  *   allgather    direct, every member to every other in one round (short,
