@@ -90,9 +90,9 @@ int coll_ring_reduce_scatter(xdev_coll_group_t *g, const void *sbuf, void *work,
      * member's own part) and receives the left neighbour's of block
      * r - s - 2; after p - 1 steps the last one received is block r,
      * complete. A member whose lengths differ from its left neighbour's
-     * fails at step 0 and passes nothing on, and every block's path of
-     * p - 1 steps goes through it or its right neighbour, which fails as
-     * well: so no member completes with blocks taken from the wrong places. */
+     * fails at step 0 and passes on nothing it received; so does its right
+     * neighbour, and every block's path of p - 1 steps goes through one of
+     * them: no member completes with blocks taken from the wrong places. */
     for (int s = 0; s < p - 1 && !rc; s++) {
         int sb = (r - s - 1 + p) % p, rb = (r - s - 2 + 2 * p) % p;
         const void *from = s == 0 ? sbuf : work;
