@@ -141,8 +141,10 @@ enum {
      * again if it wants. A peer that finalized counts: it can send no
      * more either. Receives posted later are not failed by that death.
      * The failed receive's status is as posted (source XDEV_ANY_SOURCE,
-     * its tag and ctx) with count 0. Without the flag a wildcard receive
-     * is never failed by one peer's death. */
+     * its tag and ctx) with count 0. So that every death is seen, the
+     * first such receive makes the device reach every peer (over tcp, a
+     * connection to each). Without the flag a wildcard receive is never
+     * failed by one peer's death. */
     XDEV_FLAG_WILDCARD_FAILS = 1u << 2,
 };
 
@@ -182,7 +184,9 @@ typedef struct xdev_config {
                               * posted receive or a probe would take;
                               * see the README) */
     int peer_timeout_ms;     /* how long to try to reach a peer that has not
-                              * published an address or refuses connections
+                              * published an address, refuses connections
+                              * or does not answer one (stopped or starved
+                              * before it first met us: see the README)
                               * before its requests fail with XDEV_ERR_PEER */
     int finalize_timeout_ms; /* how long xdev_finalize waits for active
                               * sends to finish and peers to close */

@@ -192,6 +192,8 @@ typedef struct req_slot {
 struct xdev {
     int rank, size;
     unsigned flags;
+    bool watching_all;      /* every peer watched, for a wildcard receive
+                             * that a death must fail (proto_recv) */
     xdev_config_t cfg;      /* with strings owned by the device */
     char *cfg_strings;
     char **options;         /* per xdev_vars entry: its value, or NULL */

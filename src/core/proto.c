@@ -323,6 +323,17 @@ void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     ux_free(d, e);
 }
 
+/* A wildcard receive that any death fails waits on every peer, so every
+ * peer's death must be noticed, a peer no request has named yet too (tcp
+ * hears of one only over a connection). Once: a peer watched stays so. */
+static __attribute__((noinline)) void watch_all(xdev_t *d)
+{
+    d->watching_all = true;
+    for (int i = 0; i < d->size; i++)
+        if (i != d->rank && !d->peers[i].dead)
+            peer_ops(d, i)->watch(peer_tp(d, i), i);
+}
+
 XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
 {
     uxmsg_t *e = ux_find(d, r->peer, r->tag, r->ctx);
@@ -344,6 +355,9 @@ XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
         d->peers[r->peer].posted++;
     if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
         peer_ops(d, r->peer)->watch(peer_tp(d, r->peer), r->peer);
+    else if (r->peer == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS) &&
+             !d->watching_all)
+        watch_all(d);
     stream_restart(d, r->peer);
     return XDEV_OK;
 }

@@ -1,0 +1,76 @@
+/*
+ * fault_wildcard_silent.c - with XDEV_FLAG_WILDCARD_FAILS, the death of a
+ * rank that nobody ever talked to fails the XDEV_ANY_SOURCE receives posted
+ * then, over every transport.
+ *
+ * Run as `xdevrun -n 3 fault_wildcard_silent` with XDEV_WILDCARD_FAILS=1
+ * and a short XDEV_PEER_TIMEOUT_MS. Rank 2 starts its device and leaves
+ * without finalizing VICTIM_S later, having sent and received nothing.
+ * Ranks 0 and 1 each post one receive from any source at once, naming no
+ * rank anywhere, and poll it: it must fail with XDEV_ERR_PEER_PENDING
+ * within the peer timeout and a margin, and rank 2 alone must then be
+ * dead to them. (Over tcp the wildcard receive waited for ever: tcp hears
+ * of a death only over a connection, and no request had made one.) Then
+ * the two swap a message, so each is still alive to the other, and
+ * finalize. xdevrun's exit status is the verdict.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fault_util.h"
+#include "xdev.h"
+
+#define VICTIM 2
+#define CTX 8
+#define TAG 1
+#define VICTIM_S 2.0 /* well after the others posted their receives */
+#define MARGIN_S 15.0
+
+int main(void)
+{
+    fault_setup("fault_wildcard_silent", 90);
+    const char *pt = getenv("XDEV_PEER_TIMEOUT_MS");
+    const char *wf = getenv("XDEV_WILDCARD_FAILS");
+    REQUIRE(pt && wf && atoi(wf) == 1, "run with XDEV_PEER_TIMEOUT_MS and XDEV_WILDCARD_FAILS=1");
+    xdev_t *dev;
+    fault_step("xdev_init");
+    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
+    int rank = xdev_rank(dev);
+    REQUIRE(xdev_size(dev) == 3, "run with -n 3");
+    fault_set_rank(rank);
+    if (rank == VICTIM) {
+        fault_sleep_ms((int)(VICTIM_S * 1000));
+        fault_step("leaving without a word");
+        _exit(0);
+    }
+
+    char buf[64];
+    xdev_request_t req;
+    xdev_status_t st;
+    int done;
+    fault_step("waiting on any source");
+    REQUIRE_RC(xdev_irecv(dev, buf, sizeof buf, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &req), XDEV_OK);
+    double bound_s = VICTIM_S + atoi(pt) / 1000.0 + MARGIN_S;
+    CHECK_RC(fault_wait_for(&req, &st, bound_s, &done), XDEV_OK);
+    REQUIRE(done, "the wildcard receive still pending %.0f s after rank %d left", bound_s, VICTIM);
+    CHECK(st.error == XDEV_ERR_PEER_PENDING, "wildcard receive: status.error %d, want %d", st.error,
+          XDEV_ERR_PEER_PENDING);
+    CHECK(st.count == 0 && st.source == XDEV_ANY_SOURCE, "status: count %zu source %d", st.count,
+          st.source);
+    CHECK(xdev_peer_state(dev, VICTIM) == XDEV_PEER_DEAD, "xdev_peer_state(%d) = %d, want dead",
+          VICTIM, xdev_peer_state(dev, VICTIM));
+
+    int other = 1 - rank;
+    char out[8] = { (char)rank }, in[8] = { 0 };
+    xdev_request_t sreq;
+    /* another context: the other's wildcard receive may still be posted */
+    REQUIRE_RC(xdev_isend(dev, out, sizeof out, other, TAG, CTX + 1, &sreq), XDEV_OK);
+    CHECK_RC(xdev_recv(dev, in, sizeof in, other, TAG, CTX + 1, &st), XDEV_OK);
+    CHECK(st.count == sizeof in && in[0] == (char)other, "the swap with rank %d came wrong", other);
+    CHECK_RC(xdev_wait(&sreq, &st), XDEV_OK);
+    CHECK(xdev_peer_state(dev, other) == XDEV_PEER_ALIVE, "xdev_peer_state(%d) = %d, want alive",
+          other, xdev_peer_state(dev, other));
+    fault_step("xdev_finalize");
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    return fault_finish();
+}
