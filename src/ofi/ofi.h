@@ -69,6 +69,7 @@ enum ofi_kind {
     K_PING,      /* no data; takes a credit; finds out a dead peer */
     K_CREDIT,    /* credits only (reserve) */
     K_BYE,       /* nothing more follows (reserve) */
+    K_GONE,      /* out of sequence: the sender failed us, so fail it */
 };
 
 /* A receive buffer of the pool. */
@@ -121,6 +122,7 @@ typedef struct ofi_peer {
     bool broken;          /* an error seen where we could not act on it */
     bool active;          /* traffic either way: it gets a BYE at shutdown */
     bool bye_sent, bye_done, bye_rx;
+    bool gone_told;       /* failed here, and sent K_GONE since it is not */
     bool watched;
     bool in_service;
     bool ping_out;        /* a ping awaits its completion */
@@ -233,6 +235,7 @@ int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how);
 size_t ofi_short_max(xdev_tp_t *tp);
 void ofi_tx_flush(xdev_tp_t *tp, ofi_peer_t *p);
 bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind);
+void ofi_tell_gone(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok);
 ofi_msg_t *ofi_msg_new(xdev_tp_t *tp, ofi_peer_t *p);
 void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m);

@@ -248,8 +248,14 @@ void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len)
         return;
     }
     ofi_peer_t *p = &tp->peers[src];
+    if (b->data[0] == K_GONE) {
+        post(tp, b);
+        ofi_peer_fail(tp, p);
+        return;
+    }
     if (p->failed) {
         post(tp, b);
+        ofi_tell_gone(tp, p);
         return;
     }
     uint8_t ahead = (uint8_t)(b->data[1] - p->rx_seq);

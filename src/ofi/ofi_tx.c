@@ -303,6 +303,20 @@ bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind)
     return true;
 }
 
+/* p sent us a frame after we failed it: it lives, and would wait for ever
+ * for what we no longer answer (a rank that published its address past the
+ * peer timeout). Tell it, once it is heard: it then fails us as we failed
+ * it. Injected, outside the sequence and the credits, which a failed peer
+ * no longer has; a provider without inject leaves it untold. */
+void ofi_tell_gone(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (p->gone_told || tp->inject_max < OFI_HDR || ofi_resolve(tp, p) != 1)
+        return;
+    uint8_t b[OFI_HDR] = { K_GONE };
+    xdev_put_le32(b + 4, (uint32_t)tp->rank);
+    p->gone_told = fi_inject(tp->ep, b, OFI_HDR, p->addr) == 0;
+}
+
 /* The completion (or error) of something posted with a context. */
 void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
 {

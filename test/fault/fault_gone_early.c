@@ -14,8 +14,10 @@
  * Arguments: "hosts" makes each rank a host of its own (XDEV_HOST_ID), so
  * auto serves every peer over the network; "late" keeps rank 1 alive but
  * starts it a second after the peer timeout: it then sends each survivor
- * a message, which must never reach them. xdevrun's exit status is the
- * verdict: 0 only if every rank passed.
+ * a message, which must never reach them; "long" adds a rendezvous-sized
+ * one to each, which must fail (or complete) within LATE_WAIT_S, not wait
+ * for an answer that never comes. xdevrun's exit status is the verdict: 0
+ * only if every rank passed.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +34,8 @@
 #define BIG (1u << 20) /* above every transport's eager limit */
 #define SMALL 64
 #define MARGIN_S 10.0
+#define LATE_WAIT_S 5.0 /* the late rank's sends must be done by then, while
+                         * the others still run: their exit would end them */
 
 /* A request naming the gone rank fails, within the bound. */
 static void expect_peer_error(xdev_request_t *req, double bound_s, const char *what)
@@ -66,23 +70,32 @@ static void swap(xdev_t *dev, int other, size_t len, uint32_t seed)
 
 /* The late rank: its messages to the others must go nowhere. Whether its
  * sends complete or fail depends on how fast a survivor drops the link. */
-static int late_rank(double timeout_s)
+static int late_rank(double timeout_s, bool long_sends)
 {
     fault_sleep_ms((int)((timeout_s + 1.0) * 1000));
     xdev_t *dev;
     fault_step("late xdev_init");
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    char small[SMALL] = { 0 };
-    xdev_request_t req[2];
-    for (int i = 0; i < 2; i++)
-        REQUIRE_RC(xdev_isend(dev, small, sizeof small, i * 2, TAG, CTX, &req[i]), XDEV_OK);
-    for (int i = 0; i < 2; i++) {
+    /* With "long", sends that need an answer from the ranks that dropped
+     * this one too: they must fail, not wait for ever (over ofi they
+     * waited; over tcp between hosts a send to rank 0 still does). */
+    char *buf = calloc(1, BIG);
+    REQUIRE(buf, "out of memory");
+    xdev_request_t req[4];
+    int n = long_sends ? 4 : 2;
+    for (int i = 0; i < n; i++)
+        REQUIRE_RC(xdev_isend(dev, buf, i < 2 ? SMALL : BIG, i % 2 * 2, TAG, CTX, &req[i]),
+                   XDEV_OK);
+    for (int i = 0; i < n; i++) {
         xdev_status_t st;
         int done;
-        CHECK_RC(fault_wait_for(&req[i], &st, timeout_s + MARGIN_S, &done), XDEV_OK);
+        double bound = i < 2 ? timeout_s + MARGIN_S : LATE_WAIT_S;
+        CHECK_RC(fault_wait_for(&req[i], &st, bound, &done), XDEV_OK);
         CHECK(done && (st.error == XDEV_OK || st.error == XDEV_ERR_PEER),
-              "late send to %d: done %d, status.error %d", i * 2, done, st.error);
+              "late %s send to %d: done %d, status.error %d", i < 2 ? "short" : "long",
+              i % 2 * 2, done, st.error);
     }
+    free(buf);
     xdev_finalize(dev); /* its peers have (or will have) dropped it */
     return fault_finish();
 }
@@ -108,10 +121,11 @@ int main(int argc, char **argv)
     const char *r = getenv("XDEV_RANK"), *pt = getenv("XDEV_PEER_TIMEOUT_MS");
     const char *tr = getenv("XDEV_TRANSPORT");
     int rank = r ? atoi(r) : 0;
-    bool hosts = false, late = false;
+    bool hosts = false, late = false, long_sends = false;
     for (int i = 1; i < argc; i++) {
         hosts |= !strcmp(argv[i], "hosts");
         late |= !strcmp(argv[i], "late");
+        long_sends |= !strcmp(argv[i], "long");
     }
     double timeout_s = (pt ? atoi(pt) : 20000) / 1000.0, bound_s = timeout_s + MARGIN_S;
     if (hosts) {
@@ -120,7 +134,7 @@ int main(int argc, char **argv)
         setenv("XDEV_HOST_ID", id, 1);
     }
     if (rank == GONE && late)
-        return late_rank(timeout_s);
+        return late_rank(timeout_s, long_sends);
     if (rank == GONE)
         _exit(0); /* before xdev_init: its peers never hear of it */
 
@@ -155,7 +169,7 @@ int main(int argc, char **argv)
     swap(dev, other, BIG, 200);
     if (late) {
         fault_step("watching for the late rank's messages");
-        nothing_from_late(dev, t0 + timeout_s + 4.0);
+        nothing_from_late(dev, t0 + timeout_s + 1.0 + LATE_WAIT_S + 4.0);
     }
 
     fault_step("xdev_finalize");
