@@ -138,7 +138,7 @@ static int find_local_ranks(xdev_t *d, bool *local, bool *gone)
     return XDEV_OK;
 }
 
-static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
+static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve, const bool *gone)
 {
     xdev_tp_params_t p = {
         .rank = d->rank,
@@ -150,6 +150,7 @@ static int open_one(xdev_t *d, const xdev_tp_ops_t *ops, const bool *serve)
         .peers = d->cfg.peers,
         .serve = serve,
         .many_hosts = d->pmix != NULL,
+        .gone = gone,
     };
     int i = d->ntps;
     int rc = ops->open(d, &p, &d->tps[i].tp);
@@ -214,17 +215,17 @@ int select_transports(xdev_t *d)
         }
     }
     if (rc == XDEV_OK && any_shm)
-        rc = open_one(d, shm_ops, shm);
+        rc = open_one(d, shm_ops, shm, gone);
     /* The network transport is always opened: it also serves as the
      * transport of record for a job of one, where no peer needs it. */
     if (rc == XDEV_OK && (any_tcp || !any_shm))
-        rc = open_one(d, net, tcp);
+        rc = open_one(d, net, tcp, gone);
     for (int r = 0; rc == XDEV_OK && r < d->size; r++) {
         if (!gone[r])
             continue;
         /* Cut before its first message: should it turn up late after all,
-         * nothing it sends is taken (the core refuses it, and the
-         * transport drops the link), as for any rank found dead. */
+         * nothing it sends is taken (the core discards it; the transport,
+         * told at open, tells it it is gone), as for any rank found dead. */
         d->peers[r].cut = 1;
         xdev_core_peer_failed(d, r);
     }

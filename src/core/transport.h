@@ -182,6 +182,11 @@ typedef struct xdev_tp_params {
                                * carries_self) */
     bool many_hosts;          /* the launcher (PMIx) may have put peers on
                                * other hosts: listen where they can reach */
+    const bool *gone;         /* gone[r]: the core failed rank r before open
+                               * (it published nothing in time), or NULL.
+                               * Hold it dead; should it turn up after all,
+                               * tell it so, that it fails us in turn
+                               * rather than wait for answers. */
 } xdev_tp_params_t;
 
 typedef struct xdev_tp xdev_tp_t; /* a transport's own state */

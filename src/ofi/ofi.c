@@ -261,6 +261,7 @@ static int ofi_open(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **out
         npeers += tp->serve[r];
         tp->peers[r].rank = r;
         tp->peers[r].pidfd = -1;
+        tp->peers[r].failed = params->gone && params->gone[r]; /* told by K_GONE */
     }
     int rc = XDEV_OK;
     if (npeers) {

@@ -302,6 +302,8 @@ static int tcp_open(xdev_t *dev, const xdev_tp_params_t *p, xdev_tp_t **out)
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
     tp->peers = calloc((size_t)p->size, sizeof *tp->peers);
     int rc = tp->epfd < 0 ? XDEV_ERR_SYSTEM : !tp->peers ? XDEV_ERR_NOMEM : XDEV_OK;
+    for (int r = 0; rc == XDEV_OK && p->gone && r < p->size; r++)
+        tp->peers[r].dead = p->gone[r]; /* the core fails them itself */
     if (rc == XDEV_OK && p->size > 1)
         rc = tcp_listen(tp, p);
     if (rc != XDEV_OK) {

@@ -10,8 +10,9 @@
  *                       the first 32 (the 3 is this handshake's version: a
  *                       dialer of another is a stranger)
  *   acceptor -> dialer  REPLY, 32 bytes: "XDVB", verdict (1 accept, 0 lost
- *                       a simultaneous dial), eager limit (u64), acceptor's
- *                       nonce Na (u64), MAC of the first 24 bytes and Nd
+ *                       a simultaneous dial, 2 the dialer is dead to the
+ *                       acceptor), eager limit (u64), acceptor's nonce Na
+ *                       (u64), MAC of the first 24 bytes and Nd
  *   dialer -> acceptor  PROOF, 16 bytes (after an accepting REPLY only):
  *                       "XDVP", src rank, MAC of those 8 bytes, Na and Nd
  *   acceptor -> dialer  OPENED, 4 bytes: "XDVO" (after a good PROOF only)
@@ -41,6 +42,8 @@
 #define REPLY_MAGIC 0x42564458u /* "XDVB" */
 #define PROOF_MAGIC 0x50564458u /* "XDVP" */
 #define OPENED_MAGIC 0x4f564458u /* "XDVO" */
+
+enum { VERDICT_LOST = 0, VERDICT_ACCEPT = 1, VERDICT_GONE = 2 };
 
 static tcp_conn_t *conn_new(xdev_tp_t *tp, int fd, int state, uint32_t events)
 {
@@ -287,18 +290,19 @@ static uint64_t proof_mac(xdev_tp_t *tp, const uint8_t *proof, uint64_t na, uint
     return xdev_auth_mac(tp->dev, m, sizeof m);
 }
 
-/* Answer a proven HELLO: refused, or accepted with our challenge. */
-static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t dialer_nonce, bool accept)
+/* Answer a proven HELLO with a VERDICT_*: accepted with our challenge, or
+ * refused. */
+static void reply(xdev_tp_t *tp, tcp_conn_t *c, uint64_t dialer_nonce, uint32_t verdict)
 {
     uint8_t r[TCP_REPLY_BYTES];
     c->nonce = xdev_auth_nonce();
     xdev_put_le32(r, REPLY_MAGIC);
-    xdev_put_le32(r + 4, accept ? 1 : 0);
+    xdev_put_le32(r + 4, verdict);
     xdev_put_le64(r + 8, tp->eager_limit);
     xdev_put_le64(r + 16, c->nonce);
     xdev_put_le64(r + 24, dialer_nonce);
     xdev_put_le64(r + 24, xdev_auth_mac(tp->dev, r, 32));
-    if (!write_all(c->fd, r, TCP_REPLY_BYTES) || !accept) {
+    if (!write_all(c->fd, r, TCP_REPLY_BYTES) || verdict != VERDICT_ACCEPT) {
         tcp_conn_free(tp, c);
         return;
     }
@@ -325,8 +329,11 @@ static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
     tcp_peer_t *p = &tp->peers[src];
     uint64_t nonce = xdev_get_le64(h + 24);
     bool ours_wins = p->dialing && (tp->rank < (int)src || p->dialing->state == CONN_PROOF_SENT);
+    /* A peer we failed (it published nothing in time, or went quiet past
+     * the timeout) hears so, and fails us in turn: taking it back would
+     * have it send into a stream we no longer read for it. */
     if (p->dead || p->conn || tp->shutting_down || ours_wins) {
-        reply(tp, c, nonce, false);
+        reply(tp, c, nonce, p->dead ? VERDICT_GONE : VERDICT_LOST);
         return;
     }
     if (p->dialing)
@@ -334,7 +341,7 @@ static void on_hello(xdev_tp_t *tp, tcp_conn_t *c)
     c->peer = (int)src;
     c->peer_nonce = nonce;
     c->peer_eager = (size_t)xdev_get_le64(h + 16);
-    reply(tp, c, nonce, true);
+    reply(tp, c, nonce, VERDICT_ACCEPT);
 }
 
 /* The dialer answered our challenge: the connection is its. A replayed
@@ -375,7 +382,12 @@ static void on_reply(xdev_tp_t *tp, tcp_conn_t *c)
         tcp_conn_lost(tp, c); /* not our peer answering */
         return;
     }
-    if (xdev_get_le32(r + 4) != 1) {
+    uint32_t verdict = xdev_get_le32(r + 4);
+    if (verdict == VERDICT_GONE) {
+        peer_fail(tp, c->peer);
+        return;
+    }
+    if (verdict != VERDICT_ACCEPT) {
         /* The peer's own dial to us wins; it arrives through accept. */
         tcp_conn_free(tp, c);
         return;

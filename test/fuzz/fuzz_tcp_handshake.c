@@ -12,18 +12,22 @@
  * when the PROOF names the HELLO's rank and carries the right MAC; a
  * dialer answers only a REPLY made with the job secret, with a correct
  * PROOF, opens only on OPENED after it, and takes the peer's eager limit
- * from the REPLY; whatever the acceptor sends, a dialer never takes it
- * for dead before the connection opened. A fuzzer cannot guess a 64-bit MAC, so the first
+ * from the REPLY; whatever the acceptor sends, a dialer takes it for dead
+ * before the connection opened only on a signed REPLY whose verdict says
+ * the dialer is gone to it, and an acceptor gives that verdict exactly to
+ * a rank it holds dead. A fuzzer cannot guess a 64-bit MAC, so the first
  * input byte may ask the target to sign the first message, the PROOF, or
  * both with the secret, which lets the fuzzer reach everything behind the
  * MAC checks, and also offer a good HELLO followed by a forged PROOF.
  * Two more bits give the acceptor a dial of its own to the HELLO's sender,
  * in flight or past its PROOF, so that the verdict on a simultaneous dial
- * is checked too; a dialer is sent the rest of the input right behind
- * OPENED, which must stay in the socket for the open connection to read.
+ * is checked too, and a third can have the acceptor hold the sender dead;
+ * a dialer is sent the rest of the input right behind OPENED, which must
+ * stay in the socket for the open connection to read.
  *   input: [mode: bit 0 dialer, bit 1 sign HELLO or REPLY, bit 2 sign PROOF,
  *           bit 3 acceptor dialing the sender too, bit 4 that dial has sent
- *           its PROOF] [HELLO 40 | REPLY 32] [PROOF 16 | OPENED 4] [rest]
+ *           its PROOF, bit 5 the sender dead to the acceptor]
+ *          [HELLO 40 | REPLY 32] [PROOF 16 | OPENED 4] [rest]
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -38,7 +42,9 @@ enum {
     MODE_SIGN_PROOF = 4,
     MODE_OURS = 8,
     MODE_OURS_PROVEN = 16,
+    MODE_GONE = 32,
 };
+enum { VERDICT_LOST = 0, VERDICT_ACCEPT = 1, VERDICT_GONE = 2 };
 #define HELLO_MAGIC 0x33564458u
 #define REPLY_MAGIC 0x42564458u
 #define PROOF_MAGIC 0x50564458u
@@ -107,10 +113,16 @@ static void pump(xdev_tp_t *tp, tcp_conn_t *c)
         tcp_conn_event(tp, c, EPOLLIN);
 }
 
+/* The rank the coming HELLO names, or SIZE. */
+static uint32_t hello_src(void)
+{
+    return in_left >= 8 ? xdev_get_le32(in + 4) : SIZE;
+}
+
 /* A dial of ours to the rank the coming HELLO names, in the state asked. */
 static tcp_conn_t *our_dial(xdev_tp_t *tp, tcp_conn_t *c, uint8_t mode)
 {
-    uint32_t src = in_left >= 8 ? xdev_get_le32(in + 4) : SIZE;
+    uint32_t src = hello_src();
     if (!(mode & MODE_OURS) || src >= SIZE || src == ME)
         return NULL;
     tcp_conn_t *ours = calloc(1, sizeof *ours);
@@ -131,7 +143,13 @@ static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, uint8_t mode)
     xdev_t *d = tp->dev;
     uint8_t h[TCP_HELLO_BYTES], r[TCP_REPLY_BYTES + 1], p[TCP_PROOF_BYTES];
     uint8_t o[TCP_OPENED_BYTES + 1];
-    tcp_conn_t *ours = our_dial(tp, c, mode);
+    /* A rank held dead has no dial of ours in flight (failing it ended
+     * that). */
+    uint32_t named = hello_src();
+    bool gone = (mode & MODE_GONE) && named < SIZE && named != ME;
+    if (gone)
+        tp->peers[named].dead = true;
+    tcp_conn_t *ours = gone ? NULL : our_dial(tp, c, mode);
     bool ours_proven = ours && ours->state == CONN_PROOF_SENT;
     size_t got = send_next(fd, h, sizeof h, mode & MODE_SIGN, d, sign_hello);
     pump(tp, c);
@@ -147,9 +165,10 @@ static void accept_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, uint8_t mode)
     nd = xdev_get_le64(h + 24);
     na = xdev_get_le64(r + 16);
     /* The lower rank's dial wins, and a dial past its PROOF always. */
-    bool accepted = !ours || ((int)src < ME && !ours_proven);
+    bool accepted = !gone && (!ours || ((int)src < ME && !ours_proven));
+    uint32_t verdict = gone ? VERDICT_GONE : accepted ? VERDICT_ACCEPT : VERDICT_LOST;
     FUZZ_CHECK(n == TCP_REPLY_BYTES && xdev_get_le32(r) == REPLY_MAGIC &&
-               xdev_get_le32(r + 4) == (accepted ? 1u : 0u) &&
+               xdev_get_le32(r + 4) == verdict &&
                xdev_get_le64(r + 8) == tp->eager_limit &&
                xdev_get_le64(r + 24) == reply_mac(d, r, nd));
     if (!accepted) {
@@ -185,8 +204,10 @@ static void dial_side(xdev_tp_t *tp, tcp_conn_t *c, int fd, bool sign)
     bool reply_ok = got == sizeof r && xdev_get_le32(r) == REPLY_MAGIC &&
                     xdev_get_le64(r + 24) == reply_mac(d, r, DIALER_NONCE);
     ssize_t n = take(fd, p, sizeof p);
-    FUZZ_CHECK(!tp->peers[DIALED].dead && !d->peers[DIALED].dead);
-    if (!reply_ok || xdev_get_le32(r + 4) != 1) {
+    uint32_t verdict = reply_ok ? xdev_get_le32(r + 4) : VERDICT_LOST;
+    bool gone = verdict == VERDICT_GONE;
+    FUZZ_CHECK(tp->peers[DIALED].dead == gone && d->peers[DIALED].dead == gone);
+    if (verdict != VERDICT_ACCEPT) {
         FUZZ_CHECK(n == 0 && c->state == CONN_CLOSED && !tp->peers[DIALED].conn);
         return;
     }

@@ -108,6 +108,8 @@ static void handshake_seeds(void)
     put("tcp_handshake", "accept-both-dialing", h, sizeof h);
     h[0] = 2 | 4 | 8 | 16; /* ... unless the acceptor's has sent its PROOF */
     put("tcp_handshake", "accept-both-dialing-proven", h, sizeof h);
+    h[0] = 2 | 4 | 32; /* rank 0 is dead to the acceptor: told "gone" */
+    put("tcp_handshake", "accept-gone", h, sizeof h);
     h[0] = 0;
     put("tcp_handshake", "accept-unsigned", h, sizeof h);
     xdev_put_le32(r + 1, 0x42564458u); /* REPLY "XDVB", accepting */
@@ -119,6 +121,8 @@ static void handshake_seeds(void)
     put("tcp_handshake", "dial-signed", r, sizeof r);
     xdev_put_le32(r + 5, 0);
     put("tcp_handshake", "dial-refused", r, sizeof r);
+    xdev_put_le32(r + 5, 2); /* we are dead to the acceptor */
+    put("tcp_handshake", "dial-gone", r, sizeof r);
 }
 
 /* shm: a 4 KiB ring as the producer leaves it after pushing msgs[from..to)
