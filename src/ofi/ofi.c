@@ -27,15 +27,37 @@ void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p)
 }
 
 /* p is gone: hand back what we queued for it, forget what it sent that
- * the core has not taken, then tell the core. */
+ * the core has not taken, then tell the core, once the provider has let
+ * go of the caller's memory (ofi_tx_fail_all): the core fails every
+ * request that involves p, and one whose buffer the provider still wrote
+ * would be handed back with it. */
 void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
 {
     if (p->failed)
         return;
     ofi_say("rank %d: peer %d failed (%s, ofi line %d)", tp->rank, p->rank, where, line);
     p->failed = true;
-    ofi_tx_fail_all(tp, p);
+    p->failed_ms = xdev_now_ms();
+    p->failed_polls = tp->polls;
+    p->held = ofi_tx_fail_all(tp, p);
     ofi_rx_drop(tp, p);
+    if (p->held)
+        ofi_say("rank %d: %u messages of peer %d wait for the provider", tp->rank, p->held,
+                p->rank);
+    else
+        xdev_core_peer_failed(tp->dev, p->rank);
+}
+
+/* The provider has let go of all it held for failed p; or it has had its
+ * time (ofi_timers), and the rest is handed back regardless, since a
+ * request must end. */
+void ofi_peer_released(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (p->held) {
+        ofi_say("rank %d: the provider kept %u messages of peer %d (%s)", tp->rank, p->held,
+                p->rank, p->exited ? "it exited" : "past the peer timeout");
+        ofi_tx_release_held(tp, p);
+    }
     xdev_core_peer_failed(tp->dev, p->rank);
 }
 
@@ -191,6 +213,7 @@ static void ofi_close(xdev_tp_t *tp)
             continue;
         p->failed = true; /* sends from inside tx_done now fail at once */
         ofi_tx_fail_all(tp, p);
+        ofi_tx_release_held(tp, p);
     }
     if (tp->ep)
         fi_close(&tp->ep->fid); /* first: nothing completes after it */

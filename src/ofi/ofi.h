@@ -60,6 +60,8 @@
 #define OFI_RMA_BYTES_MAX (4 * XDEV_TP_PASS_BYTES) /* RMA in flight to a peer (ofi_rma_flush) */
 #define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
 #define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
+#define OFI_DRAIN_MS 100     /* a peer that exited: its last bytes are read by */
+#define OFI_DRAIN_POLLS 64   /* ... then, and this many polls (ofi_timers) */
 #define OFI_ADDR_MAX 256
 
 enum ofi_kind {
@@ -84,7 +86,7 @@ typedef struct ofi_rxbuf {
 /* One message in flight: a txop's frames, or an rma op's pieces. */
 typedef struct ofi_msg {
     struct ofi_msg *prev, *next; /* the peer's in-flight list */
-    xdev_txop_t *op;             /* NULL once handed back early (peer failed) */
+    xdev_txop_t *op;             /* NULL once handed back (peer failed) */
     xdev_rmaop_t *rma;
     xdev_reg_t *reg;             /* local registration (FI_MR_LOCAL) */
     xdev_reg_t **piece_regs;     /* a vector's, one per piece (FI_MR_LOCAL) */
@@ -118,7 +120,8 @@ typedef struct ofi_peer {
     int rank;
     bool resolved;        /* addr is valid */
     bool announced;       /* the core knows its eager limit */
-    bool failed;          /* the core has been told */
+    bool failed;          /* nothing more goes to it; the core is told once
+                           * the provider lets go of what it holds (held) */
     bool broken;          /* an error seen where we could not act on it */
     bool active;          /* traffic either way: it gets a BYE at shutdown */
     bool bye_sent, bye_done, bye_rx;
@@ -142,6 +145,10 @@ typedef struct ofi_peer {
     size_t rma_bytes;     /* RMA posted, not completed */
     ofi_msg_t *inflight;  /* every message with posted or unposted parts */
     unsigned nctl;        /* control frames awaiting completion */
+    unsigned held;        /* failed: messages the provider still works on */
+    bool exited;          /* failed, and its process is gone (same_pids) */
+    uint64_t failed_ms;   /* when it failed */
+    unsigned failed_polls; /* xdev_tp.polls then */
     /* receiving */
     ofi_rxbuf_t *backlog_head, *backlog_tail;
     ofi_rxbuf_t *early[OFI_EARLY_MAX]; /* early[i]: seq rx_seq + i arrived */
@@ -242,7 +249,8 @@ void ofi_msg_free(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m);
 void *ofi_mr_desc(struct fid_mr *mr);
 void *ofi_reg_desc(const xdev_reg_t *reg);
 int ofi_regcache_open(xdev_tp_t *tp);
-void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p);
+unsigned ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p);
+void ofi_tx_release_held(xdev_tp_t *tp, ofi_peer_t *p);
 
 /* ofi_rx.c */
 int ofi_rx_pool_open(xdev_tp_t *tp);
@@ -270,5 +278,6 @@ void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p);
 /* Fail p; XDEV_OFI_VERBOSE says where it was decided. */
 void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line);
 #define ofi_peer_fail(tp, p) ofi_peer_fail_at((tp), (p), __func__, __LINE__)
+void ofi_peer_released(xdev_tp_t *tp, ofi_peer_t *p);
 
 #endif

@@ -98,10 +98,26 @@ static bool wanted(const ofi_peer_t *p)
     return p->txq.head || p->rmaq_head || p->watched;
 }
 
+/* Has the provider had its chance to finish what failed p's messages
+ * still hold (ofi_tx_fail_all)? A peer whose process has exited sends
+ * nothing more, and what it sent is on this host: read within a few
+ * passes of our progress. One that may live on (stopped, cut off, on
+ * another host) may still answer a read, for a peer timeout. */
+static bool provider_had_time(const xdev_tp_t *tp, ofi_peer_t *p, uint64_t now)
+{
+    if (!p->exited && p->same_pids)
+        p->exited = process_exited(p);
+    if (p->exited)
+        return now >= p->failed_ms + OFI_DRAIN_MS && tp->polls - p->failed_polls >= OFI_DRAIN_POLLS;
+    return now >= p->failed_ms + (uint64_t)tp->peer_timeout_ms;
+}
+
 void ofi_timers(xdev_tp_t *tp, uint64_t now)
 {
     for (int r = 0; r < tp->size; r++) {
         ofi_peer_t *p = &tp->peers[r];
+        if (p->held && provider_had_time(tp, p, now))
+            ofi_peer_released(tp, p);
         if (!tp->serve[r] || p->failed)
             continue;
         if (!p->resolved) {

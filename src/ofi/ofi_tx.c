@@ -317,6 +317,22 @@ void ofi_tell_gone(xdev_tp_t *tp, ofi_peer_t *p)
     p->gone_told = fi_inject(tp->ep, b, OFI_HDR, p->addr) == 0;
 }
 
+/* A failed peer's message, to the core with XDEV_ERR_PEER; its memory
+ * stays while the provider still holds contexts of it. */
+static void hand_back(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
+{
+    xdev_txop_t *op = m->op;
+    xdev_rmaop_t *rma = m->rma;
+    m->op = NULL;
+    m->rma = NULL;
+    if (m->pending == 0)
+        ofi_msg_free(tp, p, m);
+    if (op)
+        xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
+    if (rma)
+        xdev_core_rma_done(tp->dev, rma, XDEV_ERR_PEER);
+}
+
 /* The completion (or error) of something posted with a context. */
 void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
 {
@@ -333,17 +349,26 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
             p->bye_done = ok;
     } else {
         m->pending--;
-        if (m->rma) {
+        if (m->rma && !p->failed) {
             p->rma_bytes -= rma_len;
             if (p->rmaq_head)
                 ofi_service_later(tp, p); /* room for the next (ofi_rma_flush) */
         }
     }
     if (!ok && !p->failed) {
-        ofi_peer_fail(tp, p); /* hands back m's op, and frees m if it is done */
+        ofi_peer_fail(tp, p); /* hands back m's op, and frees m, if it is done */
         return;
     }
-    if (ok && m && m->pending == 0 && m->all_posted && (m->op || m->rma)) {
+    if (p->failed) {
+        if (m && m->pending == 0) {
+            bool held = m->op || m->rma;
+            hand_back(tp, p, m);
+            if (held && --p->held == 0)
+                ofi_peer_released(tp, p);
+        }
+        return;
+    }
+    if (ok && m && m->pending == 0 && m->all_posted) {
         xdev_txop_t *op = m->op;
         xdev_rmaop_t *rma = m->rma;
         ofi_msg_free(tp, p, m);
@@ -351,34 +376,44 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
             xdev_core_tx_done(tp->dev, op, XDEV_OK);
         else
             xdev_core_rma_done(tp->dev, rma, XDEV_OK);
-        return;
     }
-    /* handed back already: only the memory is left */
-    if (m && m->pending == 0 && !m->op && !m->rma)
-        ofi_msg_free(tp, p, m);
 }
 
-/* p failed: hand back everything queued or in flight for it. Messages the
- * provider still holds contexts of stay until those complete. */
-void ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
+/* p failed: hand back everything queued for it, and every message the
+ * provider is done with. A message whose frames or reads the provider
+ * still works on is held until it reports them (ofi_tx_complete), as it
+ * may yet touch the caller's memory: the answer to a read from a peer that
+ * has just died still lands in the receive buffer, and a provider with a
+ * progress thread of its own (sockets) writes it there while the caller,
+ * told the receive failed, has freed the buffer. Returns how many are
+ * held. */
+unsigned ofi_tx_fail_all(xdev_tp_t *tp, ofi_peer_t *p)
 {
     xdev_txop_t *q = xdev_txq_take_all(&p->txq);
     p->cur = NULL;
     p->rmaq_head = p->rmaq_tail = NULL;
     p->rma_bytes = 0; /* what completes from now on has no rma to count */
+    unsigned held = 0;
     ofi_msg_t *next;
     for (ofi_msg_t *m = p->inflight; m; m = next) {
         next = m->next;
-        xdev_txop_t *op = m->op;
-        xdev_rmaop_t *rma = m->rma;
-        m->op = NULL;
-        m->rma = NULL;
-        if (m->pending == 0)
-            ofi_msg_free(tp, p, m);
-        if (op)
-            xdev_core_tx_done(tp->dev, op, XDEV_ERR_PEER);
-        if (rma)
-            xdev_core_rma_done(tp->dev, rma, XDEV_ERR_PEER);
+        if (m->pending && (m->op || m->rma))
+            held++;
+        else
+            hand_back(tp, p, m);
     }
     xdev_core_tx_fail_all(tp->dev, q);
+    return held;
+}
+
+/* Stop waiting for the provider (closing, or it never reported): hand
+ * back what it still holds; the memory goes once it completes. */
+void ofi_tx_release_held(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    ofi_msg_t *next;
+    for (ofi_msg_t *m = p->inflight; m; m = next) {
+        next = m->next;
+        hand_back(tp, p, m);
+    }
+    p->held = 0;
 }

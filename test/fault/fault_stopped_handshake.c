@@ -45,19 +45,6 @@
 
 static bool stop_after_reply;
 
-/* A child that continues the parent after STOP_S; the parent stops itself. */
-static void stop_self(void)
-{
-    pid_t parent = getpid(), pid = fork();
-    REQUIRE(pid >= 0, "fork");
-    if (pid == 0) {
-        fault_sleep_ms((int)(STOP_S * 1000));
-        kill(parent, SIGCONT);
-        _exit(0);
-    }
-    raise(SIGSTOP);
-}
-
 /* The library's send calls come here (linked with -Wl,--wrap=send): the
  * handshake's messages go out with send, its data with sendmsg. */
 ssize_t __real_send(int fd, const void *buf, size_t len, int flags);
@@ -71,7 +58,7 @@ ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags)
     if (stop_after_reply && n == REPLY_BYTES && !memcmp(buf, accepting, sizeof accepting)) {
         stop_after_reply = false;
         fault_step("stopped after the REPLY");
-        stop_self();
+        fault_stop_self(STOP_S);
         fault_step("continued");
     }
     return n;
@@ -140,7 +127,7 @@ int main(int argc, char **argv)
         }
         if (dialer_stops) {
             fault_step("stopped");
-            stop_self();
+            fault_stop_self(STOP_S);
             fault_step("continued");
         }
         wait_ok(&req, "send after the stop", SMALL);

@@ -110,6 +110,18 @@ void fault_sleep_ms(int ms)
     }
 }
 
+void fault_stop_self(double seconds)
+{
+    pid_t self = getpid(), pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+        fault_sleep_ms((int)(seconds * 1000));
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    raise(SIGSTOP);
+}
+
 /* xorshift32 keyed by seed and position-block, cheap and position dependent. */
 static uint32_t next_word(uint32_t *s)
 {

@@ -77,6 +77,9 @@ void fault_abort(void) __attribute__((noreturn));
 /* Seconds on CLOCK_MONOTONIC (shared by every process on the host). */
 double fault_now(void);
 void fault_sleep_ms(int ms);
+/* Stop this process (SIGSTOP); a child it forks continues it after
+ * `seconds`. */
+void fault_stop_self(double seconds);
 
 /* Deterministic bytes derived from seed; verify returns the index of the
  * first wrong byte, or (size_t)-1 if all are right. */
