@@ -125,6 +125,8 @@ typedef struct ibv_peer {
     bool broken;           /* a post failed: fail it from progress */
     unsigned rd_max, rd_out; /* RDMA reads allowed at once / outstanding */
     ibv_rma_t *rma_head, *rma_tail;
+    unsigned held;         /* dead: transfers the device still has, whose
+                            * flushes the core's verdict waits for */
     /* receiving */
     xdev_rxmsg_t in;       /* the message arriving; while the core defers
                             * it, later buffers are held */
@@ -231,7 +233,7 @@ void ibv_rma_close(xdev_tp_t *tp);
 void ibv_rma_run(xdev_tp_t *tp, ibv_peer_t *p);
 bool ibv_rma_pending(const ibv_peer_t *p);
 void ibv_rma_completion(xdev_tp_t *tp, struct ibv_wc *wc);
-void ibv_rma_fail_peer(xdev_tp_t *tp, ibv_peer_t *p);
+unsigned ibv_rma_fail_peer(xdev_tp_t *tp, ibv_peer_t *p);
 int ibv_rndz_mode(xdev_tp_t *tp, int peer, size_t len);
 int ibv_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_write,
                    xdev_mem_t *mem);

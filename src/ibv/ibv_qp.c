@@ -328,7 +328,8 @@ void ibv_connect_timers(xdev_tp_t *tp, uint64_t now)
 
 /* The peer can no longer be reached: stop its QP (outstanding work
  * requests complete as flushed, which returns their buffers), hand back
- * its queue, then tell the core. */
+ * its queue, then tell the core, once the device has let go of every
+ * buffer a transfer of ours gave it (ibv_rma_fail_peer). */
 void ibv_peer_fail(xdev_tp_t *tp, int peer)
 {
     ibv_peer_t *p = &tp->peers[peer];
@@ -343,8 +344,9 @@ void ibv_peer_fail(xdev_tp_t *tp, int peer)
     }
     ibv_rx_drop_held(tp, p);
     ibv_fail_queue(tp, peer);
-    ibv_rma_fail_peer(tp, p);
-    xdev_core_peer_failed(tp->dev, peer);
+    p->held = ibv_rma_fail_peer(tp, p);
+    if (!p->held)
+        xdev_core_peer_failed(tp->dev, peer);
 }
 
 /* Peers whose exit we saw but have not yet judged. */

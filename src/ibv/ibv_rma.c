@@ -90,14 +90,13 @@ static void ctx_unlink(ibv_peer_t *p, ibv_rma_t *c)
     c->next = c->prev = NULL;
 }
 
-/* A transfer with nothing on the wire any more leaves the peer's list;
- * its op goes back to the core unless that happened already. */
+/* A transfer with nothing on the wire any more leaves the peer's list,
+ * and its op goes back to the core. */
 static void ctx_finish(xdev_tp_t *tp, ibv_peer_t *p, ibv_rma_t *c, int err)
 {
     ctx_unlink(p, c);
     xdev_regcache_put(tp->regcache, c->reg);
-    if (c->op)
-        xdev_core_rma_done(tp->dev, c->op, err);
+    xdev_core_rma_done(tp->dev, c->op, err);
     free(c);
 }
 
@@ -175,32 +174,43 @@ void ibv_rma_completion(xdev_tp_t *tp, struct ibv_wc *wc)
     c->outstanding--;
     if (wc->status != IBV_WC_SUCCESS && p->state != PEER_DEAD) {
         IBV_TRACE(tp, "peer %d: rdma completion %s", c->peer, ibv_wc_status_str(wc->status));
-        /* hands c's op back, and frees c unless flushes are still due:
-         * c is not ours to touch after this */
+        /* hands c's op back and frees c, or holds it while flushes are
+         * due: c is not ours to touch after this */
         ibv_peer_fail(tp, c->peer);
         return;
     }
-    if (c->outstanding == 0 && c->posted == c->len)
+    if (p->state == PEER_DEAD) {
+        if (c->outstanding)
+            return;
+        int peer = c->peer;
+        ctx_finish(tp, p, c, XDEV_ERR_PEER);
+        if (--p->held == 0)
+            xdev_core_peer_failed(tp->dev, peer);
+    } else if (c->outstanding == 0 && c->posted == c->len) {
         ctx_finish(tp, p, c, XDEV_OK);
-    else
+    } else {
         ibv_tx_kick(tp, p);
+    }
 }
 
-/* The peer failed: its transfers go back to the core now, as failed; a
- * context stays until its flushed work requests have completed. */
-void ibv_rma_fail_peer(xdev_tp_t *tp, ibv_peer_t *p)
+/* The peer failed and its QP is in the error state: a transfer with
+ * nothing on the wire goes back to the core now, as failed. One with work
+ * requests out is held, since the device may write into its buffer until
+ * their completions (flushed, mostly) come: the verbs contract. The count
+ * of those held is returned; the last one's completion tells the core. */
+unsigned ibv_rma_fail_peer(xdev_tp_t *tp, ibv_peer_t *p)
 {
+    unsigned held = 0;
     ibv_rma_t *next;
     for (ibv_rma_t *c = p->rma_head; c; c = next) {
         next = c->next;
-        xdev_rmaop_t *op = c->op;
-        c->op = NULL;
         c->posted = c->len; /* nothing more goes out */
-        if (op)
-            xdev_core_rma_done(tp->dev, op, XDEV_ERR_PEER);
-        if (!c->outstanding)
+        if (c->outstanding)
+            held++;
+        else
             ctx_finish(tp, p, c, XDEV_ERR_PEER);
     }
+    return held;
 }
 
 /* Closing: the QPs are gone, nothing will complete any more. */

@@ -20,6 +20,8 @@
 #                      XDEV_IBV_RX_BUFS=1024: 336 completions of ranks that
 #                      exited wait in the receiver's CQ
 #   peer-kill-npN      test/fault/run_peer_kill.sh (rank 3 killed mid-transfer)
+#   die-mid-read       test/fault fault_die_mid: a rank dies while its peer
+#   die-mid-write      reads its message (or writes to it) by RDMA
 #   peer-kill-npN-keepalive  ... noticed by keepalives alone (XDEV_IBV_PIDFD=0,
 #                      as for a peer on another host)
 #   inject-post-send   test/inject's traffic with ibv_post_send failing
@@ -106,6 +108,12 @@ while read -r t; do
             np=${t#peer-kill-np}
             XDEV_PEER_TIMEOUT_MS=3000 run "$t" 150 bash "$SRC/test/fault/run_peer_kill.sh" \
                 "$XDEVRUN" "$np" "$B/test/fault/fault_peer_kill" ;;
+        die-mid-read)
+            XDEV_IBV_RNDZ=read run "$t" 150 "$XDEVRUN" --timeout 140 --keep-going -n 2 \
+                "$B/test/fault/fault_die_mid" sender ;;
+        die-mid-write)
+            XDEV_IBV_RNDZ=write run "$t" 150 "$XDEVRUN" --timeout 140 --keep-going -n 2 \
+                "$B/test/fault/fault_die_mid" receiver ;;
         random-kill|random-stop)
             # smaller than on the host: the VM emulates its CPUs
             XDEV_TRANSPORT=ibv run "$t" 200 bash "$SRC/test/fault/run_random_kill.sh" "$XDEVRUN" \
