@@ -27,7 +27,7 @@
  * credits never go below zero nor above what it was given back, and that
  * it gets credits back only for buffers it filled; that a peer whose
  * connection broke is failed, its QP moved to the error state, and the
- * core told; and that the core never holds more than the completions
+ * core told once the work requests out on it have come back flushed; and that the core never holds more than the completions
  * carried (fuzz_core_check).
  */
 #include <arpa/inet.h>
@@ -59,6 +59,8 @@ static struct {
     unsigned sends;      /* our sends that took one of the peer's buffers */
     unsigned returned;   /* credits our sends carried back */
     unsigned work;       /* work requests posted to the peer's QP */
+    uint64_t sq[SQ_DEPTH]; /* ... their ids, oldest first */
+    unsigned flushed;    /* ... how many completed as flushed */
     bool broke;          /* a completion of the peer's in error */
     bool qp_error;       /* its QP was moved to the error state */
 } dev;
@@ -112,10 +114,20 @@ static bool can_complete(void)
     return dev.left >= FUZZ_IBV_HDR && dev.nsrq;
 }
 
+/* Once the QP is in the error state, the work requests posted to it
+ * complete as flushed, in the order they were posted. */
+static bool can_flush(void)
+{
+    return dev.qp_error && dev.flushed < dev.work;
+}
+
 static int fake_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     (void)cq;
     int n = 0;
+    for (; n < num_entries && can_flush(); n++)
+        wc[n] = (struct ibv_wc){ .wr_id = dev.sq[dev.flushed++], .status = IBV_WC_WR_FLUSH_ERR,
+                                 .qp_num = PEER_QPN };
     for (; n < num_entries && can_complete(); n++)
         complete(wc + n);
     return n;
@@ -140,13 +152,15 @@ static int fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 }
 
 /* Everything the core answers with (acknowledgements, rendezvous replies
- * and reads) and every credit-only message; none of them completes. */
+ * and reads) and every credit-only message; none of them completes until
+ * the QP is moved to the error state (can_flush). */
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     (void)bad;
     FUZZ_CHECK(qp == dev.tp->peers[PEER].qp);
     for (; wr; wr = wr->next) {
-        FUZZ_CHECK(++dev.work <= SQ_DEPTH);
+        FUZZ_CHECK(dev.work < SQ_DEPTH);
+        dev.sq[dev.work++] = wr->wr_id;
         if (wr->opcode != IBV_WR_SEND_WITH_IMM)
             continue;
         uint32_t imm = ntohl(wr->imm_data);
@@ -255,11 +269,11 @@ static xdev_tp_t *tp_with_peer(void)
     return tp;
 }
 
-/* Progress while records can still complete or the transport has
- * arrivals to deliver or buffers to repost. */
+/* Progress while records or flushes can still complete or the transport
+ * has arrivals to deliver or buffers to repost. */
 static void run(xdev_tp_t *tp, fuzz_core_t *fc)
 {
-    while (can_complete() || tp->service || tp->nrepost) {
+    while (can_complete() || can_flush() || tp->service || tp->nrepost) {
         xdev_ibv_ops.progress(tp, 0);
         fuzz_core_step(fc);
     }
