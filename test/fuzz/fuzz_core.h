@@ -29,7 +29,8 @@ typedef struct fuzz_core {
 /* A device of `size` ranks, this one `rank`, every peer served by (ops,
  * tp), with receives from any source posted for tags 0..FUZZ_NRECV-1 into
  * heap buffers of exactly their length (0, 7, 64, 300 bytes), so that ASan
- * stops a byte placed past one. */
+ * stops a byte placed past one, or placed once its receive ended
+ * (fuzz_core_step frees the buffer then). */
 void fuzz_core_open(fuzz_core_t *fc, int rank, int size, const xdev_tp_ops_t *ops, xdev_tp_t *tp);
 
 /* A receiver that catches up: one more receive, of any tag, into a heap

@@ -27,8 +27,11 @@
  * credits never go below zero nor above what it was given back, and that
  * it gets credits back only for buffers it filled; that a peer whose
  * connection broke is failed, its QP moved to the error state, and the
- * core told once the work requests out on it have come back flushed; and that the core never holds more than the completions
- * carried (fuzz_core_check).
+ * core told once the work requests out on it have come back flushed; that
+ * no receive ends while a work request that names its buffer is out (the
+ * flush writes a read's target, and the receive's buffer is freed as it
+ * ends: fuzz_core.h); and that the core never holds more than the
+ * completions carried (fuzz_core_check).
  */
 #include <arpa/inet.h>
 #include <sanitizer/asan_interface.h>
@@ -59,7 +62,12 @@ static struct {
     unsigned sends;      /* our sends that took one of the peer's buffers */
     unsigned returned;   /* credits our sends carried back */
     unsigned work;       /* work requests posted to the peer's QP */
-    uint64_t sq[SQ_DEPTH]; /* ... their ids, oldest first */
+    struct {
+        uint64_t wr_id;
+        bool read;       /* an RDMA read: the device writes its target */
+        uintptr_t addr;  /* the memory it owns until completion, if not inline */
+        uint32_t len;
+    } sq[SQ_DEPTH];      /* ... oldest first */
     unsigned flushed;    /* ... how many completed as flushed */
     bool broke;          /* a completion of the peer's in error */
     bool qp_error;       /* its QP was moved to the error state */
@@ -121,13 +129,30 @@ static bool can_flush(void)
     return dev.qp_error && dev.flushed < dev.work;
 }
 
+/* A work request's memory is the device's until its completion, flushed
+ * or not: a read in flight as the QP failed may still land. So a flushed
+ * read writes its target and any other flushed request reads its source,
+ * and ASan stops one whose memory was handed back before. */
+static void flush_one(struct ibv_wc *wc)
+{
+    static volatile uint8_t sink;
+    uint8_t *mem = (uint8_t *)dev.sq[dev.flushed].addr;
+    uint32_t len = dev.sq[dev.flushed].len;
+    if (dev.sq[dev.flushed].read && len)
+        memset(mem, 0xd7, len);
+    else
+        for (uint32_t i = 0; i < len; i++)
+            sink = mem[i];
+    *wc = (struct ibv_wc){ .wr_id = dev.sq[dev.flushed++].wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+                           .qp_num = PEER_QPN };
+}
+
 static int fake_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     (void)cq;
     int n = 0;
     for (; n < num_entries && can_flush(); n++)
-        wc[n] = (struct ibv_wc){ .wr_id = dev.sq[dev.flushed++], .status = IBV_WC_WR_FLUSH_ERR,
-                                 .qp_num = PEER_QPN };
+        flush_one(wc + n);
     for (; n < num_entries && can_complete(); n++)
         complete(wc + n);
     return n;
@@ -160,7 +185,12 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
     FUZZ_CHECK(qp == dev.tp->peers[PEER].qp);
     for (; wr; wr = wr->next) {
         FUZZ_CHECK(dev.work < SQ_DEPTH);
-        dev.sq[dev.work++] = wr->wr_id;
+        bool owned = wr->num_sge && !(wr->send_flags & IBV_SEND_INLINE);
+        FUZZ_CHECK(!owned || wr->num_sge == 1);
+        dev.sq[dev.work].wr_id = wr->wr_id;
+        dev.sq[dev.work].read = wr->opcode == IBV_WR_RDMA_READ;
+        dev.sq[dev.work].addr = owned ? wr->sg_list->addr : 0;
+        dev.sq[dev.work++].len = owned ? wr->sg_list->length : 0;
         if (wr->opcode != IBV_WR_SEND_WITH_IMM)
             continue;
         uint32_t imm = ntohl(wr->imm_data);

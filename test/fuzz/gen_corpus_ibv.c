@@ -84,4 +84,12 @@ void ibv_seeds(void)
     ibv_completion(FUZZ_IBV_ERROR, 0, NULL, 0);
     ibv_message(&msgs[1], 0);
     ibv_put("broken");
+    /* an offer to read, which the 300-byte receive matches, then the
+     * connection breaks while the read is out: the receive may end only
+     * once the read's completion gives its buffer back */
+    msg_t offer = { .h = { .hdr = { .src = 1, .dst = 0, .tag = 3, .type = XDEV_MSG_RNDZ_START },
+                           .f = { 79, 5000, XDEV_RNDZ_READ, 0x10000, 0x77 } } };
+    ibv_message(&offer, 0);
+    ibv_completion(FUZZ_IBV_ERROR, 0, NULL, 0);
+    ibv_put("read-then-broken");
 }
