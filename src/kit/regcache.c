@@ -397,6 +397,14 @@ void xdev_regcache_put(xdev_regcache_t *c, xdev_reg_t *r)
     pthread_mutex_unlock(&c->lock);
 }
 
+void xdev_regcache_revoke(xdev_regcache_t *c, xdev_reg_t *r)
+{
+    pthread_mutex_lock(&c->lock);
+    if (r->cached)
+        invalidate(c, r->start, r->end); /* (and what overlaps it: registered again if used) */
+    pthread_mutex_unlock(&c->lock);
+}
+
 void xdev_regcache_stats(xdev_regcache_t *c, uint64_t *regs, uint64_t *hits)
 {
     pthread_mutex_lock(&c->lock);

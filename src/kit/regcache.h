@@ -72,6 +72,9 @@ int xdev_regcache_mode(const xdev_regcache_t *c);
 /* A registration covering [addr, addr+len), held until put. */
 int xdev_regcache_get(xdev_regcache_t *c, void *addr, size_t len, xdev_reg_t **r);
 void xdev_regcache_put(xdev_regcache_t *c, xdev_reg_t *r);
+/* r leaves the cache: its last put deregisters it, so that a key a peer
+ * was given stops working once the request that exposed it ends. */
+void xdev_regcache_revoke(xdev_regcache_t *c, xdev_reg_t *r);
 /* Counters, for tests and the benchmark: registrations made, hits. */
 void xdev_regcache_stats(xdev_regcache_t *c, uint64_t *regs, uint64_t *hits);
 void xdev_regcache_close(xdev_regcache_t *c);

@@ -39,6 +39,7 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
     p->failed = true;
     p->failed_ms = xdev_now_ms();
     p->failed_polls = tp->polls;
+    ofi_revoke_exposures(tp, p);
     p->held = ofi_tx_fail_all(tp, p);
     ofi_rx_drop(tp, p);
     if (p->held)

@@ -103,6 +103,7 @@ typedef struct ofi_msg {
 typedef struct ofi_exposure {
     struct ofi_exposure *prev, *next;
     xdev_reg_t *reg;
+    int peer;
 } ofi_exposure_t;
 
 /* One posted operation's context. */
@@ -269,6 +270,7 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
                    xdev_mem_t *mem);
 void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
 void ofi_mem_release_all(xdev_tp_t *tp);
+void ofi_revoke_exposures(xdev_tp_t *tp, const ofi_peer_t *p);
 int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
 void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p);
 int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr);

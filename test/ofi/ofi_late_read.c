@@ -15,7 +15,15 @@
  * pattern the moment its receive ends, and checks for 4 s that nothing
  * overwrites it: the library may end the receive only once the provider
  * has let go of the buffer.
+ *
+ * `ofi_late_read write` is the other way round (XDEV_OFI_RMA=write): rank
+ * 0 replies to the offer exposing its buffer, and rank 1, continued,
+ * writes into it with the key it was given. Rank 0 must have closed that
+ * region as the receive ended, so that its provider refuses the write.
+ * Rank 1 keeps rank 0's peer timeout here, so that its send, whose write
+ * is refused, ends in time too.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,10 +122,12 @@ static void receiver(xdev_t *dev, unsigned char *buf)
     fault_step("waiting for the receive to end");
     CHECK_RC(fault_wait_for(&big, &st, BOUND_S, &done), XDEV_OK);
     REQUIRE(done, "the receive still pending after %.0f s", BOUND_S);
+    /* How far a write had come (its first wrong byte), for the log. */
+    size_t written = fault_verify(buf, BIG, 7);
     memset(buf, PATTERN, BIG);
     double ended = fault_now();
-    fault_log("receive ended: error %d (%s), %zu bytes", st.error, xdev_strerror(st.error),
-              st.count);
+    fault_log("receive ended: error %d (%s), %zu bytes; %zu bytes written", st.error,
+              xdev_strerror(st.error), st.count, written == (size_t)-1 ? (size_t)BIG : written);
     /* Rank 1 served no read before rank 0 failed it. */
     CHECK(st.error == XDEV_ERR_PEER, "receive: status.error %d (%s), want XDEV_ERR_PEER",
           st.error, xdev_strerror(st.error));
@@ -141,13 +151,16 @@ static void receiver(xdev_t *dev, unsigned char *buf)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    bool write = argc > 1 && strcmp(argv[1], "write") == 0;
     const char *r = getenv("XDEV_RANK");
     int rank = r ? atoi(r) : -1;
+    if (write)
+        setenv("XDEV_OFI_RMA", "write", 1);
     if (rank == 1) {
         enter_pid_namespace(argv);
         /* It may not judge rank 0 by a ping that was out when it stopped. */
-        setenv("XDEV_PEER_TIMEOUT_MS", "60000", 1);
+        if (!write)
+            setenv("XDEV_PEER_TIMEOUT_MS", "60000", 1);
     }
     fault_setup("ofi_late_read", 90);
     xdev_t *dev;

@@ -126,6 +126,27 @@ static void test_malloc(xdev_regcache_t *c)
 #endif
 }
 
+/* A revoked registration serves its holder to the end, is deregistered at
+ * its last put, and is not found again. */
+static void test_revoke(xdev_regcache_t *c)
+{
+    char *a = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(a != MAP_FAILED);
+    uint64_t first = use(c, a, LEN);
+    xdev_reg_t *r, *s;
+    CHECK(first && xdev_regcache_get(c, a, LEN, &r) == XDEV_OK && r->lkey == first);
+    CHECK(xdev_regcache_get(c, a, 64, &s) == XDEV_OK && s == r); /* a second holder */
+    uint64_t before = live;
+    xdev_regcache_revoke(c, r);
+    xdev_regcache_put(c, s);
+    CHECK(live == before && r->lkey == first); /* still held */
+    xdev_regcache_put(c, r);
+    CHECK(live == before - 1);
+    uint64_t again = use(c, a, LEN);
+    CHECK(again && again != first);
+    munmap(a, LEN);
+}
+
 static void test_off(void)
 {
     xdev_regcache_params_t p = { .reg = fake_reg, .dereg = fake_dereg,
@@ -267,6 +288,7 @@ int main(void)
     CHECK(use(c, page, sizeof page) && threads() > before);
     test_mmap(c);
     test_malloc(c);
+    test_revoke(c);
     uint64_t regs, hits;
     xdev_regcache_stats(c, &regs, &hits);
     CHECK(hits > 0 && regs > 0);
