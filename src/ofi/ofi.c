@@ -30,7 +30,10 @@ void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p)
  * the core has not taken, then tell the core, once the provider has let
  * go of the caller's memory (ofi_tx_fail_all): the core fails every
  * request that involves p, and one whose buffer the provider still wrote
- * would be handed back with it. */
+ * would be handed back with it. A region exposed for p to write into is
+ * the provider's to serve p's writes for as long as p may run
+ * (ofi_revoke_exposures), which no completion of ours reports: it is held
+ * until p has had its time. (One p reads from: p cannot harm it.) */
 void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
 {
     if (p->failed)
@@ -39,12 +42,12 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
     p->failed = true;
     p->failed_ms = xdev_now_ms();
     p->failed_polls = tp->polls;
-    ofi_revoke_exposures(tp, p);
-    p->held = ofi_tx_fail_all(tp, p);
+    unsigned exposed = ofi_revoke_exposures(tp, p);
+    p->held = ofi_tx_fail_all(tp, p) + exposed;
     ofi_rx_drop(tp, p);
     if (p->held)
-        ofi_say("rank %d: %u messages of peer %d wait for the provider", tp->rank, p->held,
-                p->rank);
+        ofi_say("rank %d: %u messages and regions of peer %d wait for the provider", tp->rank,
+                p->held, p->rank);
     else
         xdev_core_peer_failed(tp->dev, p->rank);
 }
@@ -55,8 +58,8 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
 void ofi_peer_released(xdev_tp_t *tp, ofi_peer_t *p)
 {
     if (p->held) {
-        ofi_say("rank %d: the provider kept %u messages of peer %d (%s)", tp->rank, p->held,
-                p->rank, p->exited ? "it exited" : "past the peer timeout");
+        ofi_say("rank %d: the provider kept %u messages and regions of peer %d (%s)", tp->rank,
+                p->held, p->rank, p->exited ? "it exited" : "past the peer timeout");
         ofi_tx_release_held(tp, p);
     }
     xdev_core_peer_failed(tp->dev, p->rank);

@@ -104,6 +104,7 @@ typedef struct ofi_exposure {
     struct ofi_exposure *prev, *next;
     xdev_reg_t *reg;
     int peer;
+    bool remote_write;
 } ofi_exposure_t;
 
 /* One posted operation's context. */
@@ -146,7 +147,8 @@ typedef struct ofi_peer {
     size_t rma_bytes;     /* RMA posted, not completed */
     ofi_msg_t *inflight;  /* every message with posted or unposted parts */
     unsigned nctl;        /* control frames awaiting completion */
-    unsigned held;        /* failed: messages the provider still works on */
+    unsigned held;        /* failed: messages the provider still works on, and
+                           * regions exposed for it to write into */
     bool exited;          /* failed, and its process is gone (same_pids) */
     uint64_t failed_ms;   /* when it failed */
     unsigned failed_polls; /* xdev_tp.polls then */
@@ -270,7 +272,7 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
                    xdev_mem_t *mem);
 void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem);
 void ofi_mem_release_all(xdev_tp_t *tp);
-void ofi_revoke_exposures(xdev_tp_t *tp, const ofi_peer_t *p);
+unsigned ofi_revoke_exposures(xdev_tp_t *tp, const ofi_peer_t *p);
 int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op);
 void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p);
 int ofi_mr_local(xdev_tp_t *tp, void *buf, size_t len, uint64_t access, struct fid_mr **mr);

@@ -93,8 +93,8 @@ int ofi_mem_expose(xdev_tp_t *tp, int peer, void *buf, size_t len, bool remote_w
         free(x);
         return XDEV_ERR_SYSTEM;
     }
-    (void)remote_write; /* a registration serves every access (ofi_regcache_open) */
-    x->peer = peer;
+    x->peer = peer; /* (the registration serves every access: ofi_regcache_open) */
+    x->remote_write = remote_write;
     XDEV_DLIST_PUSH(tp->exposed, x, prev, next);
     /* Without FI_MR_VIRT_ADDR a peer names offsets into the registration,
      * which the cache may have made for a larger range starting lower. */
@@ -126,13 +126,18 @@ void ofi_mem_release(xdev_tp_t *tp, xdev_mem_t *mem)
  * serve it from or into a buffer whose request has ended. A closed region
  * refuses it, so the buffers exposed to the peer are registered no longer
  * once their requests end; the cache must not keep them. (A provider that
- * checks the key once per operation, as rxd does, still finishes one the
- * peer began before it failed: README, ofi.) */
-void ofi_revoke_exposures(xdev_tp_t *tp, const ofi_peer_t *p)
+ * checks the key once per operation, as rxd does, finishes one the peer
+ * began before it failed: that is what the hold of ofi_peer_fail_at is
+ * for.) Returns how many of them p may write into. */
+unsigned ofi_revoke_exposures(xdev_tp_t *tp, const ofi_peer_t *p)
 {
+    unsigned writable = 0;
     for (ofi_exposure_t *x = tp->exposed; x; x = x->next)
-        if (x->peer == p->rank)
+        if (x->peer == p->rank) {
             xdev_regcache_revoke(tp->regcache, x->reg);
+            writable += x->remote_write;
+        }
+    return writable;
 }
 
 /* Close: exposures of requests the caller abandoned are ended here, or

@@ -16,12 +16,16 @@
  * overwrites it: the library may end the receive only once the provider
  * has let go of the buffer.
  *
- * `ofi_late_read write` is the other way round (XDEV_OFI_RMA=write): rank
- * 0 replies to the offer exposing its buffer, and rank 1, continued,
- * writes into it with the key it was given. Rank 0 must have closed that
- * region as the receive ended, so that its provider refuses the write.
- * Rank 1 keeps rank 0's peer timeout here, so that its send, whose write
- * is refused, ends in time too.
+ * The other way round (XDEV_OFI_RMA=write), rank 0 replies to the offer
+ * exposing its buffer, and rank 1 writes into it with the key it was
+ * given. `ofi_late_read write`: rank 1 stops with the offer out, for
+ * STOP_LONG_S, past rank 0's failing it and holding the region a peer
+ * timeout more, then writes. Rank 0 must have closed the region as the
+ * receive ended, so that its provider refuses the write. `ofi_late_read
+ * write-begun`: rank 1 stops WRITE_S into its write, for STOP_S; its
+ * provider (rxd checks the key once per operation) finishes the write
+ * when it continues, which rank 0 must wait for. Rank 1 keeps rank 0's
+ * peer timeout in both, so that its send ends in time too.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +43,8 @@
 #define TAG_WARM 3
 #define BIG (16u << 20)
 #define STOP_S 6.0
+#define STOP_LONG_S 12.0
+#define WRITE_S 0.02
 #define WATCH_S 4.0
 #define BOUND_S 40.0
 #define PATTERN 0xa5
@@ -88,15 +94,18 @@ static void warm_up(xdev_t *dev, int rank)
     }
 }
 
-static void sender(xdev_t *dev, unsigned char *buf)
+static void sender(xdev_t *dev, unsigned char *buf, double write_s, double stop_s)
 {
     xdev_request_t req;
     xdev_status_t st;
-    int done;
+    int done = 0;
     fault_fill(buf, BIG, 7);
     REQUIRE_RC(xdev_isend(dev, buf, BIG, 0, TAG_BIG, CTX, &req), XDEV_OK);
-    fault_step("stopped with the offer out");
-    fault_stop_self(STOP_S);
+    for (double until = fault_now() + write_s; !done && fault_now() < until;)
+        CHECK_RC(xdev_test(&req, &done, &st), XDEV_OK);
+    REQUIRE(!done, "the send ended before rank 1 stopped");
+    fault_step(write_s ? "stopped with its write begun" : "stopped with the offer out");
+    fault_stop_self(stop_s);
     fault_step("continued");
     CHECK_RC(fault_wait_for(&req, &st, BOUND_S, &done), XDEV_OK);
     REQUIRE(done, "the send still pending after %.0f s", BOUND_S);
@@ -151,7 +160,9 @@ static void receiver(xdev_t *dev, unsigned char *buf)
 
 int main(int argc, char **argv)
 {
-    bool write = argc > 1 && strcmp(argv[1], "write") == 0;
+    const char *mode = argc > 1 ? argv[1] : "read";
+    bool begun = strcmp(mode, "write-begun") == 0;
+    bool write = begun || strcmp(mode, "write") == 0;
     const char *r = getenv("XDEV_RANK");
     int rank = r ? atoi(r) : -1;
     if (write)
@@ -171,7 +182,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         receiver(dev, buf);
     else if (rank == 1)
-        sender(dev, buf);
+        sender(dev, buf, begun ? WRITE_S : 0, write && !begun ? STOP_LONG_S : STOP_S);
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
     free(buf);
     return fault_finish();
