@@ -18,6 +18,7 @@
  *                     both.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -96,6 +97,25 @@ static void say_goodbye(shm_peer_t *p)
     shm_bell_ring(p); /* it may be asleep */
 }
 
+static bool has_exited(const shm_peer_t *p, int pid)
+{
+    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+    return p->pidfd >= 0 ? poll(&pfd, 1, 0) != 0 : xdev_process_gone(pid);
+}
+
+/* After our goodbye and a shm_fence_peers: wait until p is out of any
+ * single copy with our memory (shm_seg_copy) that it began before it could
+ * see the goodbye, since the buffers it touches are the caller's again once
+ * we return. Bounded by the peer timeout, in case p stopped inside one. */
+static void wait_out_copy(const xdev_tp_t *tp, const shm_peer_t *p)
+{
+    uint64_t deadline = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
+    int pid = atomic_load_explicit(&p->rx.ctl->producer, memory_order_acquire);
+    while (atomic_load_explicit(&p->rx.ctl->copying, memory_order_acquire) &&
+           !has_exited(p, pid) && xdev_now_ms() < deadline)
+        sched_yield();
+}
+
 /* p left: what we still queue for it can never be read. */
 void shm_peer_gone(xdev_tp_t *tp, shm_peer_t *p)
 {
@@ -128,6 +148,8 @@ void shm_peer_fail(xdev_tp_t *tp, shm_peer_t *p)
     p->gone = true;
     p->failed = true;
     say_goodbye(p);
+    shm_fence_peers();
+    wait_out_copy(tp, p);
     shm_fail_queue(tp, p);
     fail_copies(tp, p);
     p->in.state = XDEV_RXMSG_IDLE;
@@ -367,11 +389,15 @@ static void shm_close(xdev_tp_t *tp)
 {
     if (!tp)
         return;
+    for (int i = 0; i < tp->npeers; i++)
+        if (tp->peers[i].rx.ctl)
+            say_goodbye(&tp->peers[i]);
+    shm_fence_peers();
     for (int i = 0; i < tp->npeers; i++) {
         shm_peer_t *p = &tp->peers[i];
         p->gone = true; /* sends from inside tx_done now fail at once */
         if (p->rx.ctl)
-            say_goodbye(p);
+            wait_out_copy(tp, p);
         shm_fail_queue(tp, p);
         shm_seg_unmap(&p->seg);
         if (p->pidfd >= 0)
@@ -417,6 +443,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     if (!tp)
         return XDEV_ERR_NOMEM;
     tp->dev = dev;
+    tp->peer_timeout_ms = params->peer_timeout_ms;
     tp->bell_fd = tp->epfd = -1;
     tp->rank = params->rank;
     tp->size = params->size;

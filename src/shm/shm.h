@@ -42,7 +42,7 @@
 #include "shm_ring.h"
 
 #define SHM_MAGIC 0x31474553564458ull /* "XDVSEG1" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 #define SHM_CHECK_MS 20     /* how often departed peers are looked for ... */
 #define SHM_CLOCK_EVERY 16  /* ... judged by a clock read every this many polls */
 #define SHM_RX_BUDGET 64    /* records read from one ring per progress call */
@@ -209,6 +209,7 @@ struct xdev_tp {
     int bell_fd;          /* our doorbell, read end, or -1 */
     int epfd;             /* the bell and the peers' pidfds, or -1 */
     char bell_path[160];
+    int peer_timeout_ms;
 };
 
 /* shm_seg.c */
@@ -250,6 +251,9 @@ void shm_bell_forget(xdev_tp_t *tp, shm_peer_t *p);
 void shm_bell_ring(shm_peer_t *p);
 void shm_bell_disarm(xdev_tp_t *tp);
 int shm_arm(xdev_tp_t *tp);
+/* The slow side of a store-then-load handshake with our peers: a full
+ * fence on every process of ours (shm_bell.c). */
+void shm_fence_peers(void);
 
 /* Bytes per us, at least 1: an average of 0 means nothing timed yet. */
 static inline uint32_t shm_rate_of(uint64_t bytes, uint64_t ns)
@@ -287,14 +291,21 @@ static inline bool shm_mid_size(size_t len)
     return len >= SHM_MID_MIN && len < SHM_ADAPT_MIN;
 }
 
-/* We published records to p or released room in its ring to us: wake it
- * if it sleeps (shm_bell.c says why the order of the two steps holds). */
-static inline void shm_bell_after(xdev_tp_t *tp, shm_peer_t *p)
+/* The fast side of such a handshake: a store, this, then a load that
+ * cannot miss the peer's store before its shm_fence_peers. */
+static inline void shm_fence_cheap(const xdev_tp_t *tp)
 {
     if (tp->fence_free)
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* We published records to p or released room in its ring to us: wake it
+ * if it sleeps (shm_bell.c says why the order of the two steps holds). */
+static inline void shm_bell_after(xdev_tp_t *tp, shm_peer_t *p)
+{
+    shm_fence_cheap(tp);
     if (atomic_load_explicit(&p->seg.hdr->armed, memory_order_relaxed))
         shm_bell_ring(p);
 }

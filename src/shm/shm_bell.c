@@ -164,7 +164,12 @@ int shm_arm(xdev_tp_t *tp)
         return XDEV_ERR_BUSY;
     atomic_store_explicit(&tp->own.hdr->armed, 1, memory_order_relaxed);
     tp->armed = true;
+    shm_fence_peers();
+    return has_work(tp) ? XDEV_ERR_BUSY : XDEV_OK;
+}
+
+void shm_fence_peers(void)
+{
     if (!membarrier_cmd(MEMBARRIER_CMD_GLOBAL_EXPEDITED))
         atomic_thread_fence(memory_order_seq_cst);
-    return has_work(tp) ? XDEV_ERR_BUSY : XDEV_OK;
 }

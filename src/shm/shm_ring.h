@@ -141,6 +141,8 @@ typedef struct shm_ring_ctl {
     _Atomic int32_t producer; /* its pid, stored once it has mapped this ring
                                * (after eager_limit) */
     uint64_t eager_limit;     /* the largest eager message it sends */
+    _Atomic uint32_t copying; /* it is inside a single copy with the
+                               * consumer's memory (shm_seg_copy) */
 } shm_ring_ctl_t;
 
 _Static_assert(sizeof(shm_ring_ctl_t) == 3 * SHM_SPLIT, "three parts, each written by one process");

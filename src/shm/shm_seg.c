@@ -325,6 +325,10 @@ bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p)
     return p->cma == CMA_WORKS;
 }
 
+/* Once p said goodbye, the memory we would copy to or from may be in use
+ * for something else (a buffer its xdev_finalize abandoned). So we say that
+ * we copy, then look for a goodbye; p says goodbye, then waits while we
+ * copy (wait_out_copy in shm.c). */
 int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remote_addr,
                  bool write)
 {
@@ -333,16 +337,21 @@ int shm_seg_copy(xdev_tp_t *tp, int peer, void *local, size_t len, uint64_t remo
         return XDEV_ERR_PEER;
     if (p->cma == CMA_BROKEN)
         return XDEV_ERR_SYSTEM;
-    size_t done = 0;
-    while (done < len) {
+    atomic_store_explicit(&p->tx.ctl->copying, 1, memory_order_relaxed);
+    shm_fence_cheap(tp);
+    int rc = XDEV_OK;
+    if (atomic_load_explicit(&p->tx.ctl->closed, memory_order_relaxed))
+        rc = XDEV_ERR_PEER;
+    for (size_t done = 0; rc == XDEV_OK && done < len;) {
         size_t want = len - done < MAX_IO_BYTES ? len - done : MAX_IO_BYTES;
         ssize_t n = copy_peer(p->pid, (char *)local + done, want, remote_addr + done, write);
         if (n <= 0) {
             if (n < 0 && (errno == EPERM || errno == ENOSYS))
                 p->cma = CMA_BROKEN; /* the data path it is, from now on */
-            return n < 0 && errno == ESRCH ? XDEV_ERR_PEER : XDEV_ERR_SYSTEM;
+            rc = n < 0 && errno == ESRCH ? XDEV_ERR_PEER : XDEV_ERR_SYSTEM;
         }
-        done += (size_t)n;
+        done += n > 0 ? (size_t)n : 0;
     }
-    return XDEV_OK;
+    atomic_store_explicit(&p->tx.ctl->copying, 0, memory_order_release);
+    return rc;
 }
