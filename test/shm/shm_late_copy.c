@@ -45,21 +45,32 @@ static size_t first_nonzero(const unsigned char *b, size_t n)
     return n;
 }
 
-/* Rank 0 of "write": abandon the receive being written, reuse its buffer. */
-static int abandon_written(xdev_t *dev, size_t n)
+/* Rank 0: post the receive of rank 1's message into a zeroed buffer and
+ * return it once its first bytes are in and the rest still to come, or
+ * NULL. */
+static unsigned char *receive_begun(xdev_t *dev, size_t n, xdev_request_t *req)
 {
     unsigned char *buf = map_bytes(n, 0);
-    xdev_request_t req;
-    int rc = xdev_irecv(dev, buf, n, 1, 7, 0, &req);
+    int rc = xdev_irecv(dev, buf, n, 1, 7, 0, req);
     int done = 0;
     while (rc == XDEV_OK && !done && !((volatile unsigned char *)buf)[0])
-        rc = xdev_test(&req, &done, NULL);
+        rc = xdev_test(req, &done, NULL);
     if (rc != XDEV_OK || done) {
         fprintf(stderr, "rank 0: the copy did not stay under way (%s, done %d)\n",
                 xdev_strerror(rc), done);
-        return 1;
+        return NULL;
     }
-    rc = xdev_finalize(dev);
+    return buf;
+}
+
+/* Rank 0 of "write": abandon the receive being written, reuse its buffer. */
+static int abandon_written(xdev_t *dev, size_t n)
+{
+    xdev_request_t req;
+    unsigned char *buf = receive_begun(dev, n, &req);
+    if (!buf)
+        return 1;
+    int rc = xdev_finalize(dev);
     if (rc != XDEV_ERR_CANCELED) {
         fprintf(stderr, "rank 0: finalize with a receive under way: %s\n", xdev_strerror(rc));
         return 1;
@@ -79,20 +90,13 @@ static int abandon_written(xdev_t *dev, size_t n)
 /* Rank 0 of "read": read a piece, stall past the sender's finalize. */
 static int read_past_abandon(xdev_t *dev, size_t n)
 {
-    unsigned char *buf = map_bytes(n, 0);
     xdev_request_t req;
-    int rc = xdev_irecv(dev, buf, n, 1, 7, 0, &req);
-    int done = 0;
-    while (rc == XDEV_OK && !done && !((volatile unsigned char *)buf)[0])
-        rc = xdev_test(&req, &done, NULL);
-    if (rc != XDEV_OK || done) {
-        fprintf(stderr, "rank 0: the copy did not stay under way (%s, done %d)\n",
-                xdev_strerror(rc), done);
+    unsigned char *buf = receive_begun(dev, n, &req);
+    if (!buf)
         return 1;
-    }
     sleep(2); /* rank 1's finalize gives up on the send, its buffer is reused */
     xdev_status_t st;
-    rc = xdev_wait(&req, &st);
+    int rc = xdev_wait(&req, &st);
     if (rc == XDEV_OK)
         rc = st.error;
     size_t reused = 0;
