@@ -97,12 +97,6 @@ static void say_goodbye(shm_peer_t *p)
     shm_bell_ring(p); /* it may be asleep */
 }
 
-static bool has_exited(const shm_peer_t *p, int pid)
-{
-    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-    return p->pidfd >= 0 ? poll(&pfd, 1, 0) != 0 : xdev_process_gone(pid);
-}
-
 /* After our goodbye and a shm_fence_peers: wait until p is out of any
  * single copy with our memory (shm_seg_copy) that it began before it could
  * see the goodbye, since the buffers it touches are the caller's again once
@@ -110,9 +104,8 @@ static bool has_exited(const shm_peer_t *p, int pid)
 static void wait_out_copy(const xdev_tp_t *tp, const shm_peer_t *p)
 {
     uint64_t deadline = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
-    int pid = atomic_load_explicit(&p->rx.ctl->producer, memory_order_acquire);
     while (atomic_load_explicit(&p->rx.ctl->copying, memory_order_acquire) &&
-           !has_exited(p, pid) && xdev_now_ms() < deadline)
+           !shm_seg_peer_exited(p) && xdev_now_ms() < deadline)
         sched_yield();
 }
 
@@ -251,7 +244,7 @@ static int shm_wait_fd(xdev_tp_t *tp)
     return tp->epfd;
 }
 
-/* Every peer's death is noticed anyway: one poll() covers them all. */
+/* Every peer's death is noticed anyway: shm_seg_find_gone looks at them all. */
 static void shm_watch(xdev_tp_t *tp, int peer)
 {
     (void)tp;
@@ -415,7 +408,6 @@ static void shm_close(xdev_tp_t *tp)
         shm_unlink(tp->own_name); /* usually gone already: the last mapper unlinks */
         shm_seg_unmap(&tp->own);
     }
-    free(tp->pidfds);
     free(tp->peers);
     free(tp->by_rank);
     free(tp);
@@ -453,8 +445,7 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     tp->cpus_enough = tp->npeers < sysconf(_SC_NPROCESSORS_ONLN);
     tp->by_rank = calloc((size_t)(unsigned)params->size, sizeof *tp->by_rank);
     tp->peers = calloc((size_t)tp->npeers + 1, sizeof *tp->peers);
-    tp->pidfds = calloc((size_t)tp->npeers + 1, sizeof *tp->pidfds);
-    int rc = tp->by_rank && tp->peers && tp->pidfds ? XDEV_OK : XDEV_ERR_NOMEM;
+    int rc = tp->by_rank && tp->peers ? XDEV_OK : XDEV_ERR_NOMEM;
     for (int r = 0, i = 0; rc == XDEV_OK && r < params->size; r++) {
         if (!params->serve[r] || r == params->rank)
             continue;

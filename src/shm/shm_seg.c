@@ -11,7 +11,7 @@
  * another process wrote it.
  *
  * Liveness: each peer's pid comes from its segment; its pidfd (see
- * core/liveness.c) is asked together with the others' in one poll().
+ * core/liveness.c) is asked every SHM_CHECK_MS (shm_seg_find_gone).
  *
  * Single copy: process_vm_readv reads a peer's buffer directly. Whether
  * the kernel lets us (ptrace access mode: Yama, containers, seccomp) is
@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -275,26 +276,23 @@ void shm_seg_unmap(shm_seg_t *seg)
     seg->hdr = NULL;
 }
 
+/* Has p's process exited? Its pidfd tells without the pid-reuse race of
+ * kill(pid, 0), which serves where the kernel has no pidfds. A poll that a
+ * signal cut short (-1, EINTR) says nothing. */
+bool shm_seg_peer_exited(const shm_peer_t *p)
+{
+    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+    return p->pidfd >= 0 ? poll(&pfd, 1, 0) > 0 : xdev_process_gone(p->pid);
+}
+
 /* Mark every peer that has left since the last look. */
 void shm_seg_find_gone(xdev_tp_t *tp)
 {
-    bool any_fd = false;
     for (int i = 0; i < tp->npeers; i++) {
         shm_peer_t *p = &tp->peers[i];
-        tp->pidfds[i].fd = p->gone ? -1 : p->pidfd;
-        tp->pidfds[i].events = POLLIN;
-        tp->pidfds[i].revents = 0;
-        any_fd |= tp->pidfds[i].fd >= 0;
-    }
-    if (any_fd)
-        poll(tp->pidfds, (nfds_t)tp->npeers, 0);
-    for (int i = 0; i < tp->npeers; i++) {
-        shm_peer_t *p = &tp->peers[i];
-        if (p->gone)
-            continue;
-        bool exited = p->pidfd >= 0 ? tp->pidfds[i].revents != 0 : xdev_process_gone(p->pid);
-        if (exited || atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
-            atomic_load_explicit(&p->tx.ctl->closed, memory_order_acquire))
+        if (!p->gone && (atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
+                         atomic_load_explicit(&p->tx.ctl->closed, memory_order_acquire) ||
+                         shm_seg_peer_exited(p)))
             shm_peer_gone(tp, p);
     }
 }
