@@ -8,6 +8,7 @@
  * reaped).
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,4 +52,13 @@ int xdev_pidfd_open(int pid)
 bool xdev_process_gone(int pid)
 {
     return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+}
+
+bool xdev_process_exited(int pidfd, int pid)
+{
+    if (pidfd >= 0) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        return poll(&pfd, 1, 0) > 0; /* -1 (a signal cut it short) says nothing */
+    }
+    return pid > 0 && xdev_process_gone(pid);
 }

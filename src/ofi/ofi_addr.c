@@ -16,7 +16,6 @@
  * ping fails or is not complete within the peer timeout. (A ping needs no
  * progress from the peer's process, only from its provider and NIC.)
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,15 +82,6 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
     return 1;
 }
 
-static bool process_exited(const ofi_peer_t *p)
-{
-    if (p->pidfd >= 0) {
-        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-        return poll(&pfd, 1, 0) > 0;
-    }
-    return p->pid > 0 && xdev_process_gone(p->pid);
-}
-
 /* Something waits on this peer: its address, or a sign of life. */
 static bool wanted(const ofi_peer_t *p)
 {
@@ -106,7 +96,7 @@ static bool wanted(const ofi_peer_t *p)
 static bool provider_had_time(const xdev_tp_t *tp, ofi_peer_t *p, uint64_t now)
 {
     if (!p->exited && p->same_pids)
-        p->exited = process_exited(p);
+        p->exited = xdev_process_exited(p->pidfd, p->pid);
     if (p->exited)
         return now >= p->failed_ms + OFI_DRAIN_MS && tp->polls - p->failed_polls >= OFI_DRAIN_POLLS;
     return now >= p->failed_ms + (uint64_t)tp->peer_timeout_ms;
@@ -137,7 +127,7 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
         if (p->bye_rx)
             continue; /* it said goodbye: its exit is no failure */
         if (p->same_pids) {
-            if (process_exited(p))
+            if (xdev_process_exited(p->pidfd, p->pid))
                 ofi_peer_fail(tp, p);
         } else if (p->ping_out) {
             /* an unreachable peer's provider may retry forever */

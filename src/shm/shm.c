@@ -105,7 +105,7 @@ static void wait_out_copy(const xdev_tp_t *tp, const shm_peer_t *p)
 {
     uint64_t deadline = xdev_now_ms() + (uint64_t)tp->peer_timeout_ms;
     while (atomic_load_explicit(&p->rx.ctl->copying, memory_order_acquire) &&
-           !shm_seg_peer_exited(p) && xdev_now_ms() < deadline)
+           !xdev_process_exited(p->pidfd, p->pid) && xdev_now_ms() < deadline)
         sched_yield();
 }
 

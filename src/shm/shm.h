@@ -215,7 +215,6 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes);
 int shm_seg_map_peers(xdev_tp_t *tp, const char *job_id, int timeout_ms);
 void shm_seg_unmap(shm_seg_t *seg);
 void shm_seg_find_gone(xdev_tp_t *tp);
-bool shm_seg_peer_exited(const shm_peer_t *p);
 bool shm_seg_header_sane(const shm_seg_hdr_t *h, size_t bytes, int owner); /* a peer's segment */
 bool shm_seg_cma_works(xdev_tp_t *tp, shm_peer_t *p);
 /* Copy len bytes between local and the peer's remote_addr with

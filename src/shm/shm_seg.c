@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -276,15 +275,6 @@ void shm_seg_unmap(shm_seg_t *seg)
     seg->hdr = NULL;
 }
 
-/* Has p's process exited? Its pidfd tells without the pid-reuse race of
- * kill(pid, 0), which serves where the kernel has no pidfds. A poll that a
- * signal cut short (-1, EINTR) says nothing. */
-bool shm_seg_peer_exited(const shm_peer_t *p)
-{
-    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-    return p->pidfd >= 0 ? poll(&pfd, 1, 0) > 0 : xdev_process_gone(p->pid);
-}
-
 /* Mark every peer that has left since the last look. */
 void shm_seg_find_gone(xdev_tp_t *tp)
 {
@@ -292,7 +282,7 @@ void shm_seg_find_gone(xdev_tp_t *tp)
         shm_peer_t *p = &tp->peers[i];
         if (!p->gone && (atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
                          atomic_load_explicit(&p->tx.ctl->closed, memory_order_acquire) ||
-                         shm_seg_peer_exited(p)))
+                         xdev_process_exited(p->pidfd, p->pid)))
             shm_peer_gone(tp, p);
     }
 }
