@@ -244,7 +244,7 @@ static int shm_wait_fd(xdev_tp_t *tp)
     return tp->epfd;
 }
 
-/* Every peer's death is noticed anyway: shm_seg_find_gone looks at them all. */
+/* Every peer's death is noticed anyway: one poll() covers them all. */
 static void shm_watch(xdev_tp_t *tp, int peer)
 {
     (void)tp;
@@ -408,6 +408,7 @@ static void shm_close(xdev_tp_t *tp)
         shm_unlink(tp->own_name); /* usually gone already: the last mapper unlinks */
         shm_seg_unmap(&tp->own);
     }
+    free(tp->pidfds);
     free(tp->peers);
     free(tp->by_rank);
     free(tp);
@@ -445,7 +446,8 @@ static int shm_open_tp(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **
     tp->cpus_enough = tp->npeers < sysconf(_SC_NPROCESSORS_ONLN);
     tp->by_rank = calloc((size_t)(unsigned)params->size, sizeof *tp->by_rank);
     tp->peers = calloc((size_t)tp->npeers + 1, sizeof *tp->peers);
-    int rc = tp->by_rank && tp->peers ? XDEV_OK : XDEV_ERR_NOMEM;
+    tp->pidfds = calloc((size_t)tp->npeers + 1, sizeof *tp->pidfds);
+    int rc = tp->by_rank && tp->peers && tp->pidfds ? XDEV_OK : XDEV_ERR_NOMEM;
     for (int r = 0, i = 0; rc == XDEV_OK && r < params->size; r++) {
         if (!params->serve[r] || r == params->rank)
             continue;

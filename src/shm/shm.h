@@ -34,6 +34,7 @@
 #ifndef XDEV_SHM_H
 #define XDEV_SHM_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include "../core/transport.h"
 #include "../kit/rxmsg.h"
@@ -190,6 +191,7 @@ struct xdev_tp {
     shm_peer_t **by_rank; /* size entries, NULL for ranks we do not serve */
     shm_peer_t *peers;    /* the npeers ranks we serve */
     int npeers;
+    struct pollfd *pidfds; /* npeers entries, fd -1 where unused */
     shm_seg_t own;
     char own_name[128];
     size_t cma_min;       /* smallest rendezvous copied once; SIZE_MAX: never */
