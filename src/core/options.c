@@ -2,7 +2,6 @@
  * options.c - checking a variable's value against its type, and the
  * device's own copy of its transports' options.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +12,9 @@
 /* A COUNT: digits only, no suffix, no sign. */
 static int parse_count(const char *s, size_t *out)
 {
-    if (*s < '0' || *s > '9')
+    size_t n = strlen(s);
+    if (!n || s[n - 1] < '0' || s[n - 1] > '9' || xdev_parse_size(s, out))
         return XDEV_ERR_ARG;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > SIZE_MAX)
-        return XDEV_ERR_ARG;
-    *out = (size_t)v;
     return XDEV_OK;
 }
 

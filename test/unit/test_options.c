@@ -28,6 +28,9 @@ static void check_types(void)
         { "XDEV_SHM_CMA_MIN", "never", 1 },  { "XDEV_SHM_CMA_MIN", "0", 1 },
         { "XDEV_SHM_RING", "never", 0 },     { "XDEV_IBV_RX_BUFS", "256", 1 },
         { "XDEV_IBV_RX_BUFS", "1k", 0 },     { "XDEV_IBV_RX_BUFS", "3", 0 },
+        { "XDEV_IBV_RX_BUFS", " 256", 0 },   { "XDEV_IBV_RX_BUFS", "256 ", 0 },
+        { "XDEV_IBV_RX_BUFS", "-256", 0 },   { "XDEV_IBV_RX_BUFS", "", 0 },
+        { "XDEV_IBV_RX_BUFS", "18446744073709551872", 0 }, /* 2^64 + 256 */
         { "XDEV_IBV_PORT", "0", 0 },         { "XDEV_IBV_PORT", "256", 0 },
         { "XDEV_IBV_PIDFD", "0", 1 },        { "XDEV_IBV_PIDFD", "2", 0 },
         { "XDEV_IBV_PIDFD", "yes", 0 },      { "XDEV_SHM_CMA_MODE", "write", 1 },
