@@ -52,6 +52,16 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
         xdev_core_peer_failed(tp->dev, p->rank);
 }
 
+/* p sent a frame it could not have sent so, or one of its frames never
+ * came. It lives, and would wait for ever for what we no longer answer,
+ * as nothing more of its may reach us to be answered with K_GONE: tell it
+ * now, as a closed connection tells a tcp peer. */
+void ofi_peer_reject_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
+{
+    ofi_peer_fail_at(tp, p, where, line);
+    ofi_tell_gone(tp, p);
+}
+
 /* The provider has let go of all it held for failed p; or it has had its
  * time (ofi_timers), and the rest is handed back regardless, since a
  * request must end. */

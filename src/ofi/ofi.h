@@ -156,6 +156,8 @@ typedef struct ofi_peer {
     ofi_rxbuf_t *backlog_head, *backlog_tail;
     ofi_rxbuf_t *early[OFI_EARLY_MAX]; /* early[i]: seq rx_seq + i arrived */
     unsigned nearly;
+    uint64_t gap_ms;      /* since when early frames wait for the next in
+                           * sequence (ofi_timers) */
     xdev_rxmsg_t in;      /* the message being read; RESUMED: its first
                            * frame is still at the backlog head */
     size_t rx_off;        /* where the payload starts in the backlog head */
@@ -282,6 +284,9 @@ void ofi_service_later(xdev_tp_t *tp, ofi_peer_t *p);
 /* Fail p; XDEV_OFI_VERBOSE says where it was decided. */
 void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line);
 #define ofi_peer_fail(tp, p) ofi_peer_fail_at((tp), (p), __func__, __LINE__)
+/* Fail p, which lives but broke its stream, and tell it so (K_GONE). */
+void ofi_peer_reject_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line);
+#define ofi_peer_reject(tp, p) ofi_peer_reject_at((tp), (p), __func__, __LINE__)
 void ofi_peer_released(xdev_tp_t *tp, ofi_peer_t *p);
 
 #endif

@@ -110,6 +110,16 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
             ofi_peer_released(tp, p);
         if (!tp->serve[r] || p->failed)
             continue;
+        if (p->nearly && now >= p->gap_ms + (uint64_t)tp->peer_timeout_ms) {
+            /* A reliable provider completes a frame late, not never; one
+             * that lost it (udp;ofi_rxd can fail a receive as truncated,
+             * and which peer's frame it held is unknown) would leave this
+             * peer's later frames, and our credits, waiting for good. */
+            ofi_say("rank %d: frame %u of rank %d never came; failing it", tp->rank,
+                    (unsigned)p->rx_seq, r);
+            ofi_peer_reject(tp, p);
+            continue;
+        }
         if (!p->resolved) {
             if (!wanted(p))
                 continue;

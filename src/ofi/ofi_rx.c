@@ -13,8 +13,10 @@
  *
  * A frame the peer could not have sent correctly (far out of sequence, a MORE
  * where a message starts or the reverse, a bad head, more payload than
- * announced, credits it was never given) fails the peer. A frame naming
- * no rank we serve is dropped: there is nobody to blame.
+ * announced, credits it was never given) fails the peer, and so does a
+ * frame that never comes (a provider lost it), once later ones have waited
+ * for it for a peer timeout (ofi_timers); the peer is told (ofi_peer_reject).
+ * A frame naming no rank we serve is dropped: there is nobody to blame.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +115,7 @@ static bool take_payload(xdev_tp_t *tp, ofi_peer_t *p, size_t off)
 {
     ofi_rxbuf_t *b = p->backlog_head;
     if (!xdev_rxmsg_place(&p->in, b->data + off, b->len - off)) {
-        ofi_peer_fail(tp, p);
+        ofi_peer_reject(tp, p);
         return false;
     }
     release(tp, p, pop(p), true);
@@ -134,14 +136,14 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
                     ? xdev_wire_decode_head(b->data + hdr, b->len - hdr, &rx->head)
                     : -1;
     if (head <= 0) {
-        ofi_peer_fail(tp, p);
+        ofi_peer_reject(tp, p);
         return false;
     }
     size_t head_len = (size_t)head;
     size_t here = b->len - hdr - head_len;
     uint64_t len = kind == K_FIRST ? xdev_get_le64(b->data + OFI_HDR) : here;
     if (here > len || (kind == K_FIRST && len > SIZE_MAX)) {
-        ofi_peer_fail(tp, p);
+        ofi_peer_reject(tp, p);
         return false;
     }
     rx->len = (size_t)len;
@@ -149,7 +151,7 @@ static bool start_message(xdev_tp_t *tp, ofi_peer_t *p)
     rx->payload = kind == K_WHOLE ? b->data + p->rx_off : NULL;
     int rc = xdev_rxmsg_begin(tp->dev, p->rank, p, &p->in);
     if (rc < 0) {
-        ofi_peer_fail(tp, p);
+        ofi_peer_reject(tp, p);
         return false;
     }
     if (rc == XDEV_RX_DEFER)
@@ -176,7 +178,7 @@ void ofi_rx_drain(xdev_tp_t *tp, ofi_peer_t *p)
             break;
         case XDEV_RXMSG_PAYLOAD:
             if (p->backlog_head->data[0] != K_MORE) {
-                ofi_peer_fail(tp, p);
+                ofi_peer_reject(tp, p);
                 return;
             }
             go_on = take_payload(tp, p, OFI_HDR);
@@ -199,7 +201,7 @@ static void in_sequence(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b)
     if (kind < K_WHOLE || kind > K_BYE || !xdev_credits_returned(&p->cr, credits, tp->credits) ||
         ofi_resolve(tp, p) != 1) {
         post(tp, b);
-        ofi_peer_fail(tp, p);
+        ofi_peer_reject(tp, p);
         return;
     }
     p->rx_seq++;
@@ -262,11 +264,12 @@ void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len)
     if (ahead) {
         if (ahead >= OFI_EARLY_MAX || p->early[ahead]) {
             post(tp, b);
-            ofi_peer_fail(tp, p);
+            ofi_peer_reject(tp, p);
             return;
         }
         p->early[ahead] = b;
-        p->nearly++;
+        if (!p->nearly++)
+            p->gap_ms = tp->now_ms;
         return;
     }
     in_sequence(tp, p, b);
@@ -280,6 +283,7 @@ void ofi_rx_arrived(xdev_tp_t *tp, ofi_rxbuf_t *b, size_t len)
         p->nearly--;
         in_sequence(tp, p, b);
     }
+    p->gap_ms = tp->now_ms; /* what still waits early, waits from now */
 }
 
 /* p failed: what it sent and we did not hand on is lost with it. */

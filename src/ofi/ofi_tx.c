@@ -303,11 +303,12 @@ bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind)
     return true;
 }
 
-/* p sent us a frame after we failed it: it lives, and would wait for ever
- * for what we no longer answer (a rank that published its address past the
- * peer timeout). Tell it, once it is heard: it then fails us as we failed
- * it. Injected, outside the sequence and the credits, which a failed peer
- * no longer has; a provider without inject leaves it untold. */
+/* p lives, and we failed it: it sent us a frame after we did (a rank that
+ * published its address past the peer timeout), or it broke its stream
+ * (ofi_peer_reject). Tell it, or it waits for ever for what we no longer
+ * answer: it then fails us as we failed it. Injected, outside the sequence
+ * and the credits, which a failed peer no longer has; a provider without
+ * inject leaves it untold. */
 void ofi_tell_gone(xdev_tp_t *tp, ofi_peer_t *p)
 {
     if (p->gone_told || tp->inject_max < OFI_HDR || ofi_resolve(tp, p) != 1)

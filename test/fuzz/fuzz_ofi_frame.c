@@ -20,9 +20,10 @@
  * never posted twice and never lost; that a peer gets credits back only for
  * buffers its frames used and returns only credits it was given; that a
  * frame of a kind that does not exist fails its sender once its turn in the
- * sequence comes, and that a failed peer is told to the core and keeps
- * nothing; and that the core never holds more than the frames carried
- * (fuzz_core_check).
+ * sequence comes, and one that never comes fails it a peer timeout later
+ * (check_gap_timer); that a failed peer is told to the core and keeps
+ * nothing, and is told itself (K_GONE) unless it said it failed us; and
+ * that the core never holds more than the frames carried (fuzz_core_check).
  */
 #include <sanitizer/asan_interface.h>
 #include "fuzz_core.h"
@@ -41,6 +42,8 @@ static struct {
     unsigned from_peer;       /* frames delivered that name the peer */
     bool bad_kind[NBUFS];     /* a buffer's frame names the peer and no kind */
     unsigned credits_back;    /* credits our frames returned to the peer */
+    bool peer_said_gone;      /* a frame delivered was the peer's K_GONE */
+    unsigned gone_back;       /* K_GONE frames we sent the peer */
 } prov;
 
 static ssize_t fake_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
@@ -65,6 +68,7 @@ static ssize_t fake_inject(struct fid_ep *ep, const void *buf, size_t len, fi_ad
     const uint8_t *f = buf;
     FUZZ_CHECK(dest == PEER && len >= OFI_HDR && xdev_get_le32(f + 4) == ME);
     prov.credits_back += f[2] | (unsigned)f[3] << 8;
+    prov.gone_back += f[0] == K_GONE;
     return 0;
 }
 
@@ -87,6 +91,7 @@ static void deliver(struct fi_cq_msg_entry *e)
     bool from_peer = len >= OFI_HDR && xdev_get_le32(b->data + 4) == PEER;
     prov.from_peer += from_peer;
     prov.bad_kind[b - prov.tp->rxbufs] = from_peer && (b->data[0] < K_WHOLE || b->data[0] > K_BYE);
+    prov.peer_said_gone |= from_peer && b->data[0] == K_GONE;
     *e = (struct fi_cq_msg_entry){ .op_context = b, .flags = FI_RECV | FI_MSG, .len = len };
 }
 
@@ -130,6 +135,7 @@ static xdev_tp_t *tp_with_peer(void)
     tp->rank = ME;
     tp->size = 2;
     tp->eager_limit = FUZZ_EAGER_LIMIT;
+    tp->peer_timeout_ms = 20000;
     tp->wait_fd = -1;
     tp->ep = &fake_ep;
     tp->cq = &fake_cq;
@@ -196,12 +202,30 @@ static void check_buffers(const xdev_tp_t *tp, const ofi_peer_t *p)
         FUZZ_CHECK(!p->backlog_head && !p->nearly);
 }
 
+/* Frames left early wait for one that never came, as when a provider
+ * loses a frame: their sender fails once they have waited a peer timeout,
+ * timed from no earlier than they arrived (`start_ms`), and not a
+ * millisecond sooner. Nothing else the timers look at can fail the peer
+ * here (no pidfd, and no send context for a ping). */
+static void check_gap_timer(xdev_tp_t *tp, ofi_peer_t *p, fuzz_core_t *fc, uint64_t start_ms)
+{
+    bool was_failed = p->failed, gap = !p->failed && p->nearly;
+    FUZZ_CHECK(!gap || p->gap_ms >= start_ms);
+    uint64_t due = p->gap_ms + (uint64_t)tp->peer_timeout_ms;
+    ofi_timers(tp, due - 1);
+    FUZZ_CHECK(p->failed == was_failed);
+    ofi_timers(tp, due);
+    FUZZ_CHECK(p->failed == (was_failed || gap));
+    fuzz_core_step(fc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     memset(&prov, 0, sizeof prov);
     prov.in = data;
     prov.left = size;
     xdev_tp_t *tp = tp_with_peer();
+    uint64_t start_ms = tp->now_ms;
     ofi_peer_t *p = &tp->peers[PEER];
     fuzz_core_t fc;
     fuzz_core_open(&fc, ME, 2, &xdev_ofi_ops, tp);
@@ -210,8 +234,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(tp, &fc);
     fuzz_core_catch_up(&fc);
     run(tp, &fc);
+    check_gap_timer(tp, p, &fc, start_ms);
 
     FUZZ_CHECK(p->failed == fc.dev->peers[PEER].dead);
+    /* A peer we failed lives (it sent what failed it): it is told, once,
+     * unless it said it failed us. */
+    FUZZ_CHECK(prov.gone_back <= 1 && prov.gone_back <= p->failed);
+    FUZZ_CHECK(!p->failed || prov.gone_back || prov.peer_said_gone);
     check_buffers(tp, p);
     FUZZ_CHECK(p->cr.avail >= 0 && p->cr.avail <= tp->credits);
     FUZZ_CHECK(prov.credits_back <= prov.from_peer);

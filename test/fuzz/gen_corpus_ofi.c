@@ -60,6 +60,17 @@ void ofi_seeds(void)
     ofi_frame(K_WHOLE, 2, m, head_and_payload(m, &msgs[0]), 0);
     ofi_frame(K_BYE, 3, NULL, 0, 0);
     ofi_put("control");
+    /* frame 1 lost, as udp;ofi_rxd can: frame 2 waits for it until the
+     * peer timeout fails the sender */
+    ofi_frame(K_WHOLE, 0, m, head_and_payload(m, &msgs[0]), 0);
+    ofi_frame(K_WHOLE, 2, m, head_and_payload(m, &msgs[1]), 0);
+    ofi_put("gap");
+    /* frame 2 lost: frame 3 waits for it from when frame 1 moved the
+     * sequence on */
+    ofi_frame(K_WHOLE, 0, m, head_and_payload(m, &msgs[0]), 0);
+    ofi_frame(K_WHOLE, 3, m, head_and_payload(m, &msgs[1]), 0);
+    ofi_frame(K_WHOLE, 1, m, head_and_payload(m, &msgs[2]), 0);
+    ofi_put("gap-moved");
     /* more unexpected payload than the core buffers: it defers the third,
      * until the target's late receive takes the first */
     msg_t big = msgs[3];
