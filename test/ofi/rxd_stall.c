@@ -222,9 +222,10 @@ static void arrived(rank_t *r, buf_t *b, size_t len)
     post_receive(r, b);
 }
 
-static void read_done(rank_t *r)
+/* The read ended; its bytes are checked only when it succeeded. */
+static void read_done(rank_t *r, bool ok)
 {
-    for (size_t i = 0; i < r->read_len / 4; i++)
+    for (size_t i = 0; ok && i < r->read_len / 4; i++)
         if (r->landing[i] != region_word(r->read_peer, r->read_off / 4 + i)) {
             fprintf(stderr, "rank %d: read from rank %d: word %zu wrong\n", r->me, r->read_peer, i);
             r->errors++;
@@ -244,20 +245,18 @@ static void poll_cq(rank_t *r)
         fprintf(stderr, "rank %d: error completion: %s\n", r->me, fi_strerror(err.err));
         r->errors++;
         r->completions++;
-        if (err.op_context == &r->read_ctx) {
-            r->read_busy = 0;
-            r->reads_done++;
-        } else if (err.flags & FI_RECV) {
+        if (err.op_context == &r->read_ctx)
+            read_done(r, false);
+        else if (err.flags & FI_RECV)
             post_receive(r, err.op_context);
-        } else {
+        else
             ((buf_t *)err.op_context)->busy = 0;
-        }
         return;
     }
     for (ssize_t i = 0; i < n; i++) {
         r->completions++;
         if (ev[i].op_context == &r->read_ctx)
-            read_done(r);
+            read_done(r, true);
         else if (ev[i].flags & FI_RECV)
             arrived(r, ev[i].op_context, ev[i].len);
         else
