@@ -196,9 +196,14 @@ XDEV_HOT uxmsg_t *ux_find(xdev_t *d, int src, int tag, int ctx)
 uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
 {
     uxmsg_t *e = ux_find(d, src, tag, ctx);
-    if (!e)
-        stream_restart(d, src); /* what it looks for may be behind a stop */
-    return e;
+    if (e)
+        return e;
+    stream_restart(d, src); /* what it looks for may be behind a stop */
+    /* A probe naming a sender must learn of its death as a receive does:
+     * tcp, ofi and ibv hear of one only from a peer they reach. */
+    if (src != XDEV_ANY_SOURCE && src != d->rank && !d->peers[src].dead)
+        peer_ops(d, src)->watch(peer_tp(d, src), src);
+    return NULL;
 }
 
 uxmsg_t *ux_new(xdev_t *d, int src, int tag, int ctx, uint32_t type, size_t len,
