@@ -32,6 +32,18 @@ int xdev_boot_sync(xdev_t *d)
     return d->pmix ? boot_pmix_fence(d->pmix) : XDEV_OK;
 }
 
+/* Under PMIx, let go of the server (boot_pmix.c says why) unless a
+ * transport still publishes as it connects (ibv). */
+int xdev_boot_done(xdev_t *d)
+{
+    if (!d->pmix)
+        return XDEV_OK;
+    for (int i = 0; i < d->ntps; i++)
+        if (d->tps[i].ops->publishes_late)
+            return XDEV_OK;
+    return boot_pmix_let_go(d->pmix, d->size);
+}
+
 int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
 {
     if (d->cfg.peers || d->size == 1)

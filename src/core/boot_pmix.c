@@ -18,6 +18,12 @@
  * server with one blocking get (PMIx's direct modex, no fence) before
  * anything is authenticated; the job id is the namespace with what a file
  * name cannot carry replaced.
+ *
+ * Then, unless a transport publishes as it connects, the device lets go
+ * of the server (boot_pmix_let_go): what its transports may still look up
+ * is copied, and PMIx is finalized. Slurm's PMIx plugin cancels the
+ * whole step, survivors and all, about a second after the death of a rank
+ * that still held PMIx; one that had let go dies alone.
  */
 #include <pmix.h>
 #include <stdio.h>
@@ -27,12 +33,25 @@
 #include <time.h>
 #include "device.h"
 
+#define MAX_KEYS 8
+
 struct boot_pmix {
     pmix_proc_t me;
     char job_id[65];
     char secret[33];
     char node[128];     /* PMIX_HOSTNAME: the node the launcher put us on */
+    /* The keys this rank published, which are the ones its transports
+     * look up (each under its own); nkeys < 0: more than fit. */
+    char keys[MAX_KEYS][PMIX_MAX_KEYLEN + 1];
+    int nkeys;
+    /* Once let go of the server: key k of rank r at values[k * size + r],
+     * NULL where that rank has none. */
+    char **values;
+    int size;
 };
+
+/* A value there, but not a string: its lookups fail. */
+static char unusable[1];
 
 bool boot_pmix_wanted(void)
 {
@@ -79,14 +98,40 @@ int boot_pmix_fence(boot_pmix_t *b)
     return rc == PMIX_SUCCESS ? XDEV_OK : XDEV_ERR_INIT;
 }
 
+static int key_index(const boot_pmix_t *b, const char *key)
+{
+    for (int k = 0; k < b->nkeys; k++)
+        if (!strcmp(b->keys[k], key))
+            return k;
+    return -1;
+}
+
 int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value)
 {
-    (void)b;
-    return put(key, value);
+    if (b->values)
+        return XDEV_ERR_INIT; /* let go of: see xdev_boot_done */
+    int rc = put(key, value);
+    if (rc != XDEV_OK || b->nkeys < 0 || key_index(b, key) >= 0)
+        return rc;
+    if (b->nkeys == MAX_KEYS || strlen(key) >= sizeof b->keys[0])
+        b->nkeys = -1;
+    else
+        strcpy(b->keys[b->nkeys++], key);
+    return XDEV_OK;
 }
 
 static int lookup(boot_pmix_t *b, int rank, const char *key, int wait_s, char *out, size_t cap)
 {
+    if (b->values) {
+        int i = key_index(b, key);
+        const char *s = i < 0 ? NULL : b->values[(size_t)i * (size_t)b->size + (size_t)rank];
+        if (!s)
+            return 0;
+        if (s == unusable || strlen(s) >= cap)
+            return XDEV_ERR_INIT;
+        strcpy(out, s);
+        return 1;
+    }
     char k[PMIX_MAX_KEYLEN + 1];
     snprintf(k, sizeof k, "xdev.%s", key);
     pmix_value_t *v = NULL;
@@ -181,10 +226,54 @@ int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
     return XDEV_OK;
 }
 
+static void free_values(char **values, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (values[i] != unusable)
+            free(values[i]);
+    free(values);
+}
+
+int boot_pmix_let_go(boot_pmix_t *b, int size)
+{
+    if (b->nkeys < 0)
+        return XDEV_OK; /* cannot hold them all: stay */
+    size_t n = (size_t)b->nkeys * (size_t)size;
+    char **values = calloc(n ? n : 1, sizeof *values);
+    if (!values)
+        return XDEV_ERR_NOMEM;
+    int rc = XDEV_OK;
+    for (size_t i = 0; i < n && rc == XDEV_OK; i++) {
+        char k[PMIX_MAX_KEYLEN + 1];
+        snprintf(k, sizeof k, "xdev.%s", b->keys[i / (size_t)size]);
+        pmix_value_t *v = NULL;
+        int found = get_value(b, (int)(i % (size_t)size), k, -1, &v);
+        if (found < 0)
+            rc = found;
+        else if (found && (v->type != PMIX_STRING || !v->data.string))
+            values[i] = unusable;
+        else if (found && !(values[i] = strdup(v->data.string)))
+            rc = XDEV_ERR_NOMEM;
+        if (v)
+            PMIX_VALUE_RELEASE(v);
+    }
+    if (rc != XDEV_OK) {
+        free_values(values, n);
+        return rc;
+    }
+    b->values = values;
+    b->size = size;
+    PMIx_Finalize(NULL, 0);
+    return XDEV_OK;
+}
+
 void boot_pmix_close(boot_pmix_t *b)
 {
     if (!b)
         return;
-    PMIx_Finalize(NULL, 0);
+    if (b->values)
+        free_values(b->values, (size_t)b->nkeys * (size_t)b->size);
+    else
+        PMIx_Finalize(NULL, 0);
     free(b);
 }

@@ -102,6 +102,7 @@ int xdev_init(const xdev_config_t *cfg, xdev_t **out)
     }
     auth_init(d);
     if ((rc = select_transports(d)) != XDEV_OK || (rc = xdev_boot_sync(d)) != XDEV_OK ||
+        (rc = xdev_boot_done(d)) != XDEV_OK ||
         ((d->flags & XDEV_FLAG_PROGRESS_THREAD) && (rc = progress_thread_start(d)) != XDEV_OK)) {
         close_transports(d);
         device_free(d);

@@ -374,6 +374,9 @@ void boot_pmix_close(boot_pmix_t *b);
 int boot_pmix_fence(boot_pmix_t *b);
 int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value);
 int boot_pmix_lookup(boot_pmix_t *b, int rank, const char *key, char *out, size_t cap);
+/* The bootstrap is over: copy every rank's value of each key this rank
+ * published, then finalize PMIx; lookups read the copy from here on. */
+int boot_pmix_let_go(boot_pmix_t *b, int size);
 const char *boot_pmix_job_id(const boot_pmix_t *b);
 const char *boot_pmix_node(const boot_pmix_t *b); /* "" if PMIx did not say */
 #else /* never wanted, so the rest is never called */
@@ -383,6 +386,7 @@ static inline bool boot_pmix_wanted(void) { return false; }
 #define boot_pmix_fence(b) XDEV_ERR_INIT
 #define boot_pmix_publish(b, key, value) XDEV_ERR_INIT
 #define boot_pmix_lookup(b, rank, key, out, cap) XDEV_ERR_INIT
+#define boot_pmix_let_go(b, size) XDEV_ERR_INIT
 #define boot_pmix_job_id(b) "nojob"
 #define boot_pmix_node(b) ""
 #endif
@@ -391,6 +395,9 @@ static inline bool boot_pmix_wanted(void) { return false; }
  * after it (a PMIx fence; nothing for the boot directory). */
 int xdev_boot_load(xdev_t *d);
 int xdev_boot_sync(xdev_t *d);
+/* After the last sync of xdev_init: what the bootstrap needs no more is
+ * let go of (boot.c says what and why). */
+int xdev_boot_done(xdev_t *d);
 
 /* api.c, shared with the calls in files of their own */
 bool match_args_ok(const xdev_t *d, int src, int tag, int ctx);

@@ -237,6 +237,9 @@ typedef struct xdev_tp_ops {
      * messages to itself through it rather than matching them in place
      * (src/loop, which exercises the protocol in one process). */
     bool carries_self;
+    /* The transport publishes after open, as it connects (ibv: a key per
+     * peer it wants): the bootstrap's store must stay open for it. */
+    bool publishes_late;
     int (*open)(xdev_t *dev, const xdev_tp_params_t *params, xdev_tp_t **tp);
     /* Send op to peer as `how` (XDEV_TX_*) says. Returns 1 if the op is
      * the core's again and its message is the transport's to deliver: it

@@ -369,6 +369,7 @@ static size_t ibv_short_max(xdev_tp_t *tp)
 
 const xdev_tp_ops_t xdev_ibv_ops = {
     .name = "ibv",
+    .publishes_late = true,
     .open = ibv_tp_open,
     .send = ibv_send,
     .short_max = ibv_short_max,

@@ -23,7 +23,11 @@
  * xdev_peer_state says the victim is dead afterwards, and the ranks a
  * survivor has heard from alive. With XDEV_WILDCARD_FAILS=1 the wildcard
  * receive posted before the kill must fail instead, with
- * XDEV_ERR_PEER_PENDING, and one posted after it must not.
+ * XDEV_ERR_PEER_PENDING, and one posted after it must not. With
+ * FAULT_OUTLIVE_MS set, survivors keep making progress that long after the
+ * kill before their ring: a launcher that takes one rank's death for the
+ * job's (Slurm's PMIx plugin does, about a second later, for a rank that
+ * held PMIx) would end them first.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -232,6 +236,17 @@ int main(void)
               "XDEV_ERR_PEER_PENDING", st.error, xdev_strerror(st.error));
         REQUIRE_RC(xdev_irecv(dev, ring_in, sizeof ring_in, XDEV_ANY_SOURCE, TAG_RING, CTX, &ring_req),
                    XDEV_OK);
+    }
+
+    const char *outlive = getenv("FAULT_OUTLIVE_MS");
+    if (outlive) {
+        fault_step("outliving the victim");
+        double until = fault_now() + atoi(outlive) / 1000.0;
+        while (fault_now() < until) {
+            int found;
+            REQUIRE_RC(xdev_iprobe(dev, XDEV_ANY_SOURCE, TAG_NEVER, CTX, &found, &st), XDEV_OK);
+            fault_sleep_ms(10);
+        }
     }
 
     /* Survivors still talk: a ring of 100 kB messages into the wildcard

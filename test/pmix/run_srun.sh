@@ -94,8 +94,10 @@ for c in "$@"; do
     run "conformance $c under srun" "${srun[@]}" "$conformance" "$c"
 done
 # A rank killed under srun: the others (left running: no kill on bad exit)
-# fail only what involves it.
-run "a killed rank under srun" PEER_KILL_LAUNCH="srun --mpi=pmix -n 4 --kill-on-bad-exit=0" \
+# fail only what involves it, and outlive it by longer than the step would
+# last were the plugin to take the death for the job's.
+run "a killed rank under srun" FAULT_OUTLIVE_MS=3000 \
+    PEER_KILL_LAUNCH="srun --mpi=pmix -n 4 --kill-on-bad-exit=0" \
     bash "$peer_kill" none 4 "$fault_peer_kill"
 # Steps end before their slurmstepd does: let them go while slurmd still
 # reaps them.
