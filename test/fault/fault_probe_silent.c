@@ -14,8 +14,6 @@
  * message and finalize. xdevrun's exit status is the verdict.
  */
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "fault_util.h"
 #include "xdev.h"
@@ -40,16 +38,7 @@ int main(void)
     const char *pt = getenv("XDEV_PEER_TIMEOUT_MS");
     REQUIRE(pt, "run with XDEV_PEER_TIMEOUT_MS");
     xdev_t *dev;
-    fault_step("xdev_init");
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 3, "run with -n 3");
-    fault_set_rank(rank);
-    if (rank == VICTIM) {
-        fault_sleep_ms((int)(VICTIM_S * 1000));
-        fault_step("leaving without a word");
-        _exit(0);
-    }
+    int rank = fault_start_with_silent(&dev, 3, VICTIM, VICTIM_S);
 
     xdev_status_t st;
     xdev_message_t msg;

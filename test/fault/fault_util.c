@@ -110,6 +110,21 @@ void fault_sleep_ms(int ms)
     }
 }
 
+int fault_start_with_silent(xdev_t **dev, int size, int victim, double after_s)
+{
+    fault_step("xdev_init");
+    REQUIRE_RC(xdev_init(NULL, dev), XDEV_OK);
+    int rank = xdev_rank(*dev);
+    REQUIRE(xdev_size(*dev) == size, "run with -n %d", size);
+    fault_set_rank(rank);
+    if (rank == victim) {
+        fault_sleep_ms((int)(after_s * 1000));
+        fault_step("leaving without a word");
+        _exit(0);
+    }
+    return rank;
+}
+
 void fault_stop_self(double seconds)
 {
     pid_t self = getpid(), pid = fork();

@@ -80,6 +80,10 @@ void fault_sleep_ms(int ms);
 /* Stop this process (SIGSTOP); a child it forks continues it after
  * `seconds`. */
 void fault_stop_self(double seconds);
+/* Start a device in a job of `size` ranks in which rank `victim` leaves
+ * without a word (no message, no finalize) `after_s` seconds later;
+ * returns the caller's rank, never on the victim. */
+int fault_start_with_silent(xdev_t **dev, int size, int victim, double after_s);
 
 /* Deterministic bytes derived from seed; verify returns the index of the
  * first wrong byte, or (size_t)-1 if all are right. */
