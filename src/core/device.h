@@ -302,6 +302,13 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
 {
     return d->tps[d->peers[peer].tp].tp;
 }
+/* A receive or probe naming src fails when src dies, but tcp, ofi and
+ * ibv hear of a death only from a peer they reach: ask them to. */
+static inline void peer_watch_named(const xdev_t *d, int src)
+{
+    if (src != XDEV_ANY_SOURCE && src != d->rank && !d->peers[src].dead)
+        peer_ops(d, src)->watch(peer_tp(d, src), src);
+}
 /* Whether a message of len payload bytes to peer may go as its
  * transport's short tier (XDEV_TX_NOW): never where it has none, nor
  * from where it goes by rendezvous, which its transport may move (read

@@ -353,10 +353,9 @@ XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
     d->posted_wild[wild_kind(r->peer, r->tag)]++;
     if (r->peer != XDEV_ANY_SOURCE)
         d->peers[r->peer].posted++;
-    if (r->peer != XDEV_ANY_SOURCE && r->peer != d->rank)
-        peer_ops(d, r->peer)->watch(peer_tp(d, r->peer), r->peer);
-    else if (r->peer == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS) &&
-             !d->watching_all)
+    if (r->peer != XDEV_ANY_SOURCE)
+        peer_watch_named(d, r->peer);
+    else if ((d->flags & XDEV_FLAG_WILDCARD_FAILS) && !d->watching_all)
         watch_all(d);
     stream_restart(d, r->peer);
     return XDEV_OK;

@@ -199,10 +199,7 @@ uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
     if (e)
         return e;
     stream_restart(d, src); /* what it looks for may be behind a stop */
-    /* A probe naming a sender must learn of its death as a receive does:
-     * tcp, ofi and ibv hear of one only from a peer they reach. */
-    if (src != XDEV_ANY_SOURCE && src != d->rank && !d->peers[src].dead)
-        peer_ops(d, src)->watch(peer_tp(d, src), src);
+    peer_watch_named(d, src);
     return NULL;
 }
 
