@@ -76,6 +76,29 @@ static int get_value(boot_pmix_t *b, int rank, const char *key, int wait_s, pmix
     return rc == PMIX_SUCCESS ? 1 : rc == PMIX_ERR_NOT_FOUND ? 0 : XDEV_ERR_INIT;
 }
 
+/* Rank's value of key: 1 and a string of our own in *s (unusable where
+ * the value is not a string), 0 where it has none yet. */
+static int get_string(boot_pmix_t *b, int rank, const char *key, int wait_s, char **s)
+{
+    char k[PMIX_MAX_KEYLEN + 1];
+    snprintf(k, sizeof k, "xdev.%s", key);
+    pmix_value_t *v = NULL;
+    int rc = get_value(b, rank, k, wait_s, &v);
+    if (rc == 1 && (v->type != PMIX_STRING || !v->data.string))
+        *s = unusable;
+    else if (rc == 1 && !(*s = strdup(v->data.string)))
+        rc = XDEV_ERR_NOMEM;
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return rc;
+}
+
+static void free_string(char *s)
+{
+    if (s != unusable)
+        free(s);
+}
+
 static int put(const char *key, const char *value)
 {
     char k[PMIX_MAX_KEYLEN + 1];
@@ -120,30 +143,27 @@ int boot_pmix_publish(boot_pmix_t *b, const char *key, const char *value)
     return XDEV_OK;
 }
 
+static int copy_out(const char *s, char *out, size_t cap)
+{
+    if (s == unusable || strlen(s) >= cap)
+        return XDEV_ERR_INIT;
+    strcpy(out, s);
+    return 1;
+}
+
 static int lookup(boot_pmix_t *b, int rank, const char *key, int wait_s, char *out, size_t cap)
 {
     if (b->values) {
         int i = key_index(b, key);
         const char *s = i < 0 ? NULL : b->values[(size_t)i * (size_t)b->size + (size_t)rank];
-        if (!s)
-            return 0;
-        if (s == unusable || strlen(s) >= cap)
-            return XDEV_ERR_INIT;
-        strcpy(out, s);
-        return 1;
+        return s ? copy_out(s, out, cap) : 0;
     }
-    char k[PMIX_MAX_KEYLEN + 1];
-    snprintf(k, sizeof k, "xdev.%s", key);
-    pmix_value_t *v = NULL;
-    int rc = get_value(b, rank, k, wait_s, &v);
+    char *s = NULL;
+    int rc = get_string(b, rank, key, wait_s, &s);
     if (rc == 1) {
-        if (v->type != PMIX_STRING || !v->data.string || strlen(v->data.string) >= cap)
-            rc = XDEV_ERR_INIT;
-        else
-            strcpy(out, v->data.string);
+        rc = copy_out(s, out, cap);
+        free_string(s);
     }
-    if (v)
-        PMIX_VALUE_RELEASE(v);
     return rc;
 }
 
@@ -229,8 +249,7 @@ int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
 static void free_values(char **values, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (values[i] != unusable)
-            free(values[i]);
+        free_string(values[i]);
     free(values);
 }
 
@@ -244,18 +263,10 @@ int boot_pmix_let_go(boot_pmix_t *b, int size)
         return XDEV_ERR_NOMEM;
     int rc = XDEV_OK;
     for (size_t i = 0; i < n && rc == XDEV_OK; i++) {
-        char k[PMIX_MAX_KEYLEN + 1];
-        snprintf(k, sizeof k, "xdev.%s", b->keys[i / (size_t)size]);
-        pmix_value_t *v = NULL;
-        int found = get_value(b, (int)(i % (size_t)size), k, -1, &v);
+        int found = get_string(b, (int)(i % (size_t)size), b->keys[i / (size_t)size], -1,
+                               &values[i]);
         if (found < 0)
             rc = found;
-        else if (found && (v->type != PMIX_STRING || !v->data.string))
-            values[i] = unusable;
-        else if (found && !(values[i] = strdup(v->data.string)))
-            rc = XDEV_ERR_NOMEM;
-        if (v)
-            PMIX_VALUE_RELEASE(v);
     }
     if (rc != XDEV_OK) {
         free_values(values, n);
