@@ -73,7 +73,11 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
     return rc;
 }
 
-int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_request_t *req)
+/* flags: F_PRIVATE for xdev_mrecv's own request, which, as every blocking
+ * call's, must never reach the completion queue: a peek in another thread
+ * would hand out storage on this thread's stack. */
+static int imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_request_t *req,
+                  unsigned flags)
 {
     if (!d || (!buf && len) || !msg || !req || req_is_active(xreq_of(req)) ||
         msg->opaque_[H_DEV] != (uint64_t)(uintptr_t)d)
@@ -84,6 +88,7 @@ int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_requ
                                   msg->opaque_[H_CLAIM]);
     int rc = e ? req_start(d, r, REQ_RECV, buf, len, e->src, e->tag, e->ctx) : XDEV_ERR_ARG;
     if (rc == XDEV_OK) {
+        r->flags = (uint16_t)flags;
         memset(msg, 0, sizeof *msg);
         proto_recv_claimed(d, e, r);
     }
@@ -91,8 +96,13 @@ int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_requ
     return rc;
 }
 
+int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_request_t *req)
+{
+    return imrecv(d, buf, len, msg, req, 0);
+}
+
 int xdev_mrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_status_t *st)
 {
     xdev_request_t req = { 0 };
-    return wait_result(xdev_imrecv(d, buf, len, msg, &req), &req, st);
+    return wait_result(imrecv(d, buf, len, msg, &req, F_PRIVATE), &req, st);
 }

@@ -254,7 +254,8 @@ static void threads_peek(void)
 }
 
 /* A thread peeks while the main thread makes blocking calls whose own
- * requests complete (rendezvous sends, synchronous sends, receives): the
+ * requests complete (rendezvous sends, synchronous sends, receives, and
+ * receives of claimed messages): the
  * first request it is handed must be the one nonblocking receive posted
  * afterwards, not one living in another thread's stack frame. */
 static xdev_request_t *first_peeked;
@@ -264,6 +265,15 @@ static void *peek_once(void *arg)
     (void)arg;
     CHECK_RC(xdev_peek(h_dev, &first_peeked));
     return NULL;
+}
+
+/* xdev_mrecv of what xdev_mprobe claimed: a blocking call too. */
+static void claimed_recv(unsigned char *buf, size_t len)
+{
+    xdev_message_t m;
+    xdev_status_t st;
+    CHECK_RC(xdev_mprobe(h_dev, h_prev(), 4, CTX_PEEK + 1, &m, &st));
+    CHECK_RC(xdev_mrecv(h_dev, buf, len, &m, NULL));
 }
 
 static void blocking_unseen(void)
@@ -283,13 +293,17 @@ static void blocking_unseen(void)
         if (h_rank % 2 == 0) {
             CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 1, CTX_PEEK + 1));
             CHECK_RC(xdev_ssend(h_dev, sb, 8, h_next(), 2, CTX_PEEK + 1));
+            CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 4, CTX_PEEK + 1));
             CHECK_RC(xdev_recv(h_dev, rb, big, h_prev(), 1, CTX_PEEK + 1, NULL));
             CHECK_RC(xdev_recv(h_dev, rb, 8, h_prev(), 2, CTX_PEEK + 1, NULL));
+            claimed_recv(rb, big);
         } else {
             CHECK_RC(xdev_recv(h_dev, rb, big, h_prev(), 1, CTX_PEEK + 1, NULL));
             CHECK_RC(xdev_recv(h_dev, rb, 8, h_prev(), 2, CTX_PEEK + 1, NULL));
+            claimed_recv(rb, big);
             CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 1, CTX_PEEK + 1));
             CHECK_RC(xdev_ssend(h_dev, sb, 8, h_next(), 2, CTX_PEEK + 1));
+            CHECK_RC(xdev_send(h_dev, sb, big, h_next(), 4, CTX_PEEK + 1));
         }
     }
     xdev_request_t last;
