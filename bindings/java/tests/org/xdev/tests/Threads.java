@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.xdev.Device;
 import org.xdev.Internals;
+import org.xdev.Message;
 import org.xdev.Request;
 import org.xdev.Status;
 import org.xdev.XdevInterruptedException;
@@ -178,6 +179,17 @@ public final class Threads {
         Thread.currentThread().interrupt();
         that(dev.iprobe(peer, 5, 0) == null, "iprobe");
         that(Thread.interrupted(), "a nonblocking call cleared the interrupt status");
+
+        /* Message.recv throws before it receives: the claim is kept. */
+        dev.send(new byte[] { 1, 2, (byte) me }, 0, 3, peer, 17, 0);
+        Message m = dev.mprobe(peer, 17, 0);
+        byte[] got = new byte[3];
+        Thread.currentThread().interrupt();
+        raises(XdevInterruptedException.class, () -> m.recv(got, 0, 3));
+        that(!Thread.interrupted(), "Message.recv left the interrupt status set");
+        equal(0, got[0], "a byte received by the interrupted Message.recv");
+        equal(3, m.recv(got, 0, 3).count(), "the claimed message's count");
+        that(Arrays.equals(got, new byte[] { 1, 2, (byte) peer }), "the claimed message's bytes");
     }
 
     /* Arrays are copied, never pinned: a full collection must not wait for
