@@ -16,8 +16,10 @@
  * transports' fds itself, so what it receives or completes leaves them
  * quiet: the caller's loop would sleep through it until the tick. So
  * xdev_arm says XDEV_ERR_BUSY when anything moved since the caller's last
- * xdev_progress, and while armed every progress pass that moves something
- * fires the tick at once (event_loop_poke).
+ * xdev_progress, and while armed every progress pass that moves something,
+ * and every completion (a cancel, or a receive that a post matches with a
+ * message already in, completes outside progress), fires the tick at once
+ * (event_loop_poke).
  */
 #include <sys/epoll.h>
 #include <sys/timerfd.h>

@@ -124,6 +124,8 @@ XDEV_HOT void req_complete(xdev_t *d, xreq_t *r, int err)
     }
     r->phase = PH_DONE;
     d->completions++;
+    if (d->loop_armed) /* a cancel or a post completes it outside progress */
+        event_loop_poke(d);
     if (r->flags & F_PRIVATE)
         return;
     r->flags |= F_IN_CQ;

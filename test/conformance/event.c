@@ -14,6 +14,10 @@
  *    For 1 MiB the bar is the same message received with xdev_wait,
  *    timed in the same rounds, plus that margin: on emulated CPUs (the
  *    ibv VM) moving 1 MiB alone takes tens of milliseconds.
+ *  - A completion that another thread's call makes outside any progress
+ *    pass (xdev_cancel of the loop's receive; a receive posted for the
+ *    loop's synchronous send to itself) makes the armed fd readable at
+ *    once, not at the next tick.
  *  - With XDEV_TEST_EVENT_WORKER=1, a second thread sits blocked in a
  *    receive on another context the whole time: it reads the transports
  *    too, and what it takes in for the loop must still wake the loop.
@@ -30,7 +34,7 @@
 #include "cases.h"
 #include "harness.h"
 
-enum { CTX_EVENT = 97, CTX_WORKER = 98, TAG_EV = 1, ROUNDS = 3, PAUSE_MS = 100 };
+enum { CTX_EVENT = 97, CTX_WORKER = 98, TAG_EV = 1, TAG_BY_CALL = 2, ROUNDS = 3, PAUSE_MS = 100 };
 /* Well under the device's 100 ms tick, well over a real wakeup. */
 #define WAKE_MARGIN 0.04
 
@@ -80,6 +84,61 @@ static void args(void)
     CHECK(xdev_fd(h_dev) == fd, "a second xdev_fd gave another fd");
     int rc = xdev_progress(h_dev);
     CHECK(rc == 0 || rc == 1, "xdev_progress returned %d", rc);
+}
+
+static xdev_request_t by_call_req;
+
+static void *cancel_it(void *arg)
+{
+    (void)arg;
+    CHECK_RC(xdev_cancel(&by_call_req));
+    return NULL;
+}
+
+static void *receive_it(void *arg)
+{
+    uint64_t in;
+    CHECK_RC(xdev_recv(h_dev, &in, sizeof in, h_rank, TAG_BY_CALL, CTX_EVENT, NULL));
+    CHECK(in == *(uint64_t *)arg, "the receive of the loop's send to itself: wrong payload");
+    return NULL;
+}
+
+/* Arm, let another thread complete the loop's request by a call, and
+ * poll: the fd must be readable well before the tick. */
+static void completed_by_call(int fd, bool by_cancel)
+{
+    h_phase("event: %s by another thread wakes the armed loop",
+            by_cancel ? "a cancel" : "a receive that matches the loop's send to itself");
+    for (int round = 0; round < ROUNDS; round++) {
+        uint64_t out = 0xca11ed00u + (uint64_t)round, in;
+        if (by_cancel)
+            CHECK_RC(xdev_irecv(h_dev, &in, sizeof in, h_prev(), TAG_BY_CALL, CTX_EVENT,
+                                &by_call_req));
+        else
+            CHECK_RC(xdev_issend(h_dev, &out, sizeof out, h_rank, TAG_BY_CALL, CTX_EVENT,
+                                 &by_call_req));
+        int rc;
+        do {
+            while (xdev_progress(h_dev) > 0) {
+            }
+        } while ((rc = xdev_arm(h_dev)) == XDEV_ERR_BUSY);
+        CHECK_RC(rc);
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, by_cancel ? cancel_it : receive_it, &out) == 0,
+              "pthread_create");
+        pthread_join(th, NULL);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        double t0 = h_now();
+        CHECK(poll(&p, 1, 5000) == 1, "poll");
+        double waited = h_now() - t0;
+        CHECK(waited < WAKE_MARGIN, "round %d: the fd became readable %.1f ms after the other "
+              "thread's call had completed the loop's request (the tick is 100 ms)", round,
+              waited * 1e3);
+        xdev_status_t st;
+        CHECK_RC(xdev_wait(&by_call_req, &st));
+        CHECK(st.error == (by_cancel ? XDEV_ERR_CANCELED : XDEV_OK), "round %d: error %d",
+              round, st.error);
+    }
 }
 
 /* One message of len bytes from the rank whose turn it is (phase) to its
@@ -145,6 +204,8 @@ void case_event(void)
 {
     args();
     int fd = xdev_fd(h_dev);
+    completed_by_call(fd, true);
+    completed_by_call(fd, false);
     size_t sizes[2] = { 8, (size_t)1 << 20 };
     unsigned char *buf = h_malloc(sizes[1]);
     double lat[2][ROUNDS], busy[ROUNDS];
