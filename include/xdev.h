@@ -501,11 +501,12 @@ XDEV_API int xdev_peek_timed(xdev_t *dev, int timeout_ms, xdev_request_t **req);
 
 /*
  * Make every call blocked on dev at this moment (xdev_wait, xdev_peek,
- * xdev_peek_timed, xdev_probe, xdev_mprobe and the blocking forms) return
- * XDEV_ERR_WOKEN, as described at each; calls made afterwards block as
- * usual. Safe from any thread and from a signal handler (it takes no lock
- * and keeps errno): Ctrl-C in Python, Thread.interrupt in Java, or a
- * thread that wants to call xdev_finalize once the others have returned.
+ * xdev_peek_timed, xdev_probe, xdev_mprobe and the blocking forms, each
+ * from the moment it is entered) return XDEV_ERR_WOKEN, as described at
+ * each; calls entered afterwards block as usual. Safe from any thread
+ * and from a signal handler (it takes no lock and keeps errno): Ctrl-C in
+ * Python, Thread.interrupt in Java, or a thread that wants to call
+ * xdev_finalize once the others have returned.
  * A sleeping caller wakes at once; one busy-polling notices within
  * microseconds. Errors: XDEV_ERR_ARG for NULL dev.
  */
@@ -608,6 +609,8 @@ XDEV_API int xdev_arm(xdev_t *dev);
  * that is not an active request, a request listed twice, or requests of
  * different devices;
  * xdev_waitsome returns XDEV_ERR_WOKEN (*outcount = 0) after xdev_wakeup.
+ * With more than 64 entries they may return XDEV_ERR_NOMEM, changing
+ * nothing: each notes which request every entry held when it began.
  * A request another thread reaps while xdev_waitsome waits is not reaped
  * again: xdev_waitsome returns what it reaped, or, if that was nothing,
  * XDEV_ERR_ARG, as the losing waiter of xdev_wait (and as every

@@ -84,10 +84,11 @@ XDEV_HOT int xdev_irecv(xdev_t *d, void *buf, size_t len, int src, int tag, int 
 
 /* A waiter's request, by its storage and the id it had when the wait
  * began: another thread may reap it (and even post the storage again)
- * while this one sleeps without the lock. */
+ * while this one sleeps without the lock. woken: wake_mark at the call. */
 struct waited {
     xreq_t *r;
     uint64_t id;
+    unsigned woken;
 };
 
 static bool still_ours(xdev_t *d, const struct waited *w)
@@ -95,12 +96,15 @@ static bool still_ours(xdev_t *d, const struct waited *w)
     return req_is_active(w->r) && w->r->id == w->id && req_lookup(d, w->id) == w->r;
 }
 
-/* Polled on every spin, so only the phase: a request another thread
- * reaped meanwhile was done first, and ownership is checked after. */
+/* Polled on every spin, so only the phase and the id: a request another
+ * thread reaped meanwhile was done first, and if it posted the storage
+ * again the id moved on (the new request's phase is not ours to wait
+ * for); ownership is checked after. */
 static XDEV_HOT bool req_done(xdev_t *d, void *arg)
 {
     (void)d;
-    return ((const struct waited *)arg)->r->phase == PH_DONE;
+    const struct waited *w = arg;
+    return w->r->phase == PH_DONE || w->r->id != w->id;
 }
 
 /* The device of an active request; NULL for storage that holds none. */
@@ -117,8 +121,9 @@ static xdev_t *lock_active(xdev_request_t *req, struct waited *w)
     xdev_t *d = dev_of(req);
     if (!d)
         return NULL;
+    unsigned woken = wake_mark(d);
     dev_lock(d);
-    *w = (struct waited){ xreq_of(req), xreq_of(req)->id };
+    *w = (struct waited){ xreq_of(req), xreq_of(req)->id, woken };
     if (!still_ours(d, w)) {
         dev_unlock(d);
         return NULL;
@@ -135,7 +140,7 @@ XDEV_HOT int xdev_wait(xdev_request_t *req, xdev_status_t *st)
     xreq_t *r = w.r;
     int rc = XDEV_OK;
     if (r->phase != PH_DONE) /* often done already: a window's later requests */
-        rc = progress_until(d, req_done, &w, -1);
+        rc = progress_until(d, req_done, &w, -1, w.woken);
     if (rc == XDEV_ERR_WOKEN && still_ours(d, &w) && r->phase != PH_DONE) {
         dev_unlock(d);
         return rc; /* still active: wait again, or cancel it */
@@ -168,15 +173,15 @@ XDEV_HOT int xdev_test(xdev_request_t *req, int *done, xdev_status_t *st)
 /* xdev_wait for a blocking call's request. Its storage is on the caller's
  * stack, where no other thread can reach it, so it needs none of
  * xdev_wait's checks that the request is still the one waited for. */
-static XDEV_HOT int wait_own(xdev_request_t *req, xdev_status_t *st)
+static XDEV_HOT int wait_own(xdev_request_t *req, xdev_status_t *st, unsigned woken)
 {
     xreq_t *r = xreq_of(req);
     xdev_t *d = r->dev;
     dev_lock(d);
     int rc = XDEV_OK;
     if (r->phase != PH_DONE) {
-        struct waited w = { r, r->id };
-        rc = progress_until(d, req_done, &w, -1);
+        struct waited w = { r, r->id, woken };
+        rc = progress_until(d, req_done, &w, -1, woken);
     }
     if (r->phase == PH_DONE) {
         req_reap(d, r, st);
@@ -190,24 +195,26 @@ static XDEV_HOT int wait_own(xdev_request_t *req, xdev_status_t *st)
  * Woken, a request that has not begun is cancelled and the call returns
  * XDEV_ERR_WOKEN; one that has begun is finished first, since its storage
  * (on the blocking call's stack) and buffer cannot outlive the call. */
-XDEV_HOT int wait_result(int rc, xdev_request_t *req, xdev_status_t *st)
+XDEV_HOT int wait_result(int rc, xdev_request_t *req, xdev_status_t *st, unsigned woken)
 {
     if (rc != XDEV_OK)
         return rc;
     xdev_status_t local;
     if (!st)
         st = &local;
-    while ((rc = wait_own(req, st)) == XDEV_ERR_WOKEN) {
+    while ((rc = wait_own(req, st, woken)) == XDEV_ERR_WOKEN) {
         if (xdev_cancel(req) == XDEV_OK) {
             xdev_wait(req, st);
             return XDEV_ERR_WOKEN;
         }
+        woken = wake_mark(xreq_of(req)->dev); /* begun: finish it */
     }
     return rc != XDEV_OK ? rc : st->error;
 }
 
 XDEV_HOT int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
+    unsigned woken = wake_mark(d);
     /* Which transport serves dst is fixed at init, so its short tier is
      * read without the lock: a message it cannot take (a long one, or any
      * on a transport that has none) then takes the lock once, not twice. */
@@ -219,21 +226,24 @@ XDEV_HOT int xdev_send(xdev_t *d, const void *buf, size_t len, int dst, int tag,
             return XDEV_OK;
     }
     xdev_request_t req;
-    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_PRIVATE, 0), &req, NULL);
+    return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_PRIVATE, 0), &req, NULL,
+                       woken);
 }
 
 int xdev_ssend(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx)
 {
+    unsigned woken = wake_mark(d);
     xdev_request_t req;
     return wait_result(post_send(d, buf, len, dst, tag, ctx, &req, F_SYNC | F_PRIVATE, 0), &req,
-                       NULL);
+                       NULL, woken);
 }
 
 XDEV_HOT int xdev_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx,
                        xdev_status_t *st)
 {
+    unsigned woken = wake_mark(d);
     xdev_request_t req;
-    return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE, 0), &req, st);
+    return wait_result(post_recv(d, buf, len, src, tag, ctx, &req, F_PRIVATE, 0), &req, st, woken);
 }
 
 /* A message its dead sender could not complete is found as what the
@@ -290,8 +300,9 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
     if (!d || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
     struct probe_args a = { src, tag, ctx };
+    unsigned woken = wake_mark(d);
     dev_lock(d);
-    int rc = progress_until(d, probe_done, &a, -1);
+    int rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e)
         fill_probe_status(d, e, st);
@@ -311,6 +322,7 @@ int xdev_peek_timed(xdev_t *d, int timeout_ms, xdev_request_t **req)
 {
     if (!d || !req || timeout_ms < -1)
         return XDEV_ERR_ARG;
+    unsigned woken = wake_mark(d);
     dev_lock(d);
     int rc = XDEV_OK;
     if (timeout_ms == 0) {
@@ -319,7 +331,7 @@ int xdev_peek_timed(xdev_t *d, int timeout_ms, xdev_request_t **req)
         if (!d->cq_head)
             rc = XDEV_ERR_TIMEOUT;
     } else {
-        rc = progress_until(d, cq_nonempty, NULL, timeout_ms);
+        rc = progress_until(d, cq_nonempty, NULL, timeout_ms, woken);
     }
     if (rc == XDEV_OK)
         *req = public_of(req_cq_pop(d));

@@ -140,11 +140,11 @@ int xdev_finalize(xdev_t *d)
     dev_lock(d);
     uint64_t deadline = xdev_now_ms() + (uint64_t)d->cfg.finalize_timeout_ms;
     /* Wakeups meant for the caller's other threads do not cut this short. */
-    while (progress_until(d, sends_done, &deadline, -1) == XDEV_ERR_WOKEN)
+    while (progress_until(d, sends_done, &deadline, -1, wake_mark(d)) == XDEV_ERR_WOKEN)
         ;
     d->finalizing = true;
     proto_drop_unexpected(d);
-    while (progress_until(d, closed, &deadline, -1) == XDEV_ERR_WOKEN)
+    while (progress_until(d, closed, &deadline, -1, wake_mark(d)) == XDEV_ERR_WOKEN)
         ;
     close_transports(d);
 

@@ -426,8 +426,9 @@ void probe_status_gone(xdev_status_t *st, int src, int ctx);
 /* A nonblocking probe's look: the unexpected queue, and again after one
  * progress pass if nothing matched. Lock held. */
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx);
-/* A blocking call's wait on its own request (rc: the post's result). */
-int wait_result(int rc, xdev_request_t *req, xdev_status_t *st);
+/* A blocking call's wait on its own request (rc: the post's result;
+ * woken: wake_mark before the post). */
+int wait_result(int rc, xdev_request_t *req, xdev_status_t *st, unsigned woken);
 
 /* recv_order.c: a receive from a peer completes through these, so that
  * one sender's receives complete in arrival order (see peer_t). */
@@ -449,13 +450,19 @@ uint64_t progress_clock_reading_ns(void);
 /* Arm every transport for sleeping on its wait_fd: XDEV_OK, or
  * XDEV_ERR_BUSY when one has work now (event.c has the event-loop side). */
 int arm_transports(xdev_t *d);
-/* event.c: the progress thread moved something; wake an armed caller's loop. */
+/* event.c: another thread moved or completed something; wake an armed
+ * caller's loop. */
 void event_loop_poke(xdev_t *d);
 /* Wait (dropping the lock while asleep) until done(d, arg) holds:
- * XDEV_OK; or until xdev_wakeup is called after the wait began:
+ * XDEV_OK; or until xdev_wakeup is called after wake_mark gave woken:
  * XDEV_ERR_WOKEN; or timeout_ms pass (< 0: never): XDEV_ERR_TIMEOUT. The
  * lock is held on entry and on return. */
-int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms);
+int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms,
+                   unsigned woken);
+/* The count of xdev_wakeup calls (0 for NULL d), read without the lock.
+ * A blocking call reads it on entry, before it waits for the lock or
+ * posts, so that a wakeup while it does either is not lost. */
+unsigned wake_mark(const xdev_t *d);
 /* xdev_wakeup's work: no lock, async-signal-safe. */
 void xdev_wakeup_signal(xdev_t *d);
 int progress_thread_start(xdev_t *d);

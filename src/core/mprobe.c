@@ -58,8 +58,9 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
     if (!d || !msg || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
     struct probe_args a = { src, tag, ctx };
+    unsigned mark = wake_mark(d);
     dev_lock(d);
-    int woken = progress_until(d, probe_done, &a, -1);
+    int woken = progress_until(d, probe_done, &a, -1, mark);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     /* else a named source that died with nothing left, or a wakeup */
     int rc = woken == XDEV_ERR_WOKEN ? woken : XDEV_ERR_PEER;
@@ -103,6 +104,7 @@ int xdev_imrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_requ
 
 int xdev_mrecv(xdev_t *d, void *buf, size_t len, xdev_message_t *msg, xdev_status_t *st)
 {
+    unsigned woken = wake_mark(d);
     xdev_request_t req = { 0 };
-    return wait_result(imrecv(d, buf, len, msg, &req, F_PRIVATE), &req, st);
+    return wait_result(imrecv(d, buf, len, msg, &req, F_PRIVATE), &req, st, woken);
 }

@@ -139,9 +139,9 @@ int arm_transports(xdev_t *d)
     return XDEV_OK;
 }
 
-static unsigned wake_count(const xdev_t *d)
+unsigned wake_mark(const xdev_t *d)
 {
-    return __atomic_load_n(&d->wakeups, __ATOMIC_ACQUIRE);
+    return d ? __atomic_load_n(&d->wakeups, __ATOMIC_ACQUIRE) : 0;
 }
 
 void xdev_wakeup_signal(xdev_t *d)
@@ -191,23 +191,30 @@ static void give_turn(xdev_t *d)
  * traffic is busy-polled throughout and only an idle wait backs off.
  * Counting arrivals and finished sends alone, a 4 MiB tcp message (1 ms)
  * counted as idle after SPIN_NS, and yielding between its polls cost a
- * stream of them 8%. Wakeups and the deadline are looked at with the
- * clock, never in the first polls: the fast path pays nothing for them. */
-XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms)
+ * stream of them 8%. The deadline is looked at with the clock, never in
+ * the first polls: the fast path pays nothing for it. But it is looked at
+ * under traffic too, every 4 * clock_stride polls and after each turn
+ * given (which may take a while), and wakeups (a load) at every poll:
+ * arrivals for other threads keep the backoff clock at its start, and a
+ * waiter that looked at both only once idle missed a wakeup for 2 s and
+ * its deadline by 360 ms while another thread received a stream. */
+XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg, int timeout_ms,
+                            unsigned woken)
 {
     bool multi = !(d->flags & XDEV_FLAG_SINGLE_THREAD);
     uint64_t start = 0, seen = d->activity + d->moved;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : xdev_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    unsigned woken = wake_count(d);
     bool yielding = false;
     uint64_t blocking_since = 0; /* others blocked on our lock since then, */
     unsigned turns_seen = 0;     /* ...none of them got in since */
     if (done(d, arg))
         return XDEV_OK;
-    for (unsigned spins = 0;; spins++) {
+    for (unsigned spins = 0, polls = 1;; spins++, polls++) {
         progress_once(d);
         if (done(d, arg))
             return XDEV_OK;
+        if (wake_mark(d) != woken)
+            return XDEV_ERR_WOKEN;
         /* (a poll may be long: a piece of a single copy) */
         if (!multi || !__atomic_load_n(&d->lock_waiters, __ATOMIC_RELAXED)) {
             blocking_since = 0;
@@ -217,6 +224,7 @@ XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg
         } else if (xdev_now_ns() - blocking_since >= SPIN_NS) {
             give_turn(d);
             blocking_since = 0;
+            polls = 0; /* look at the clock below */
         }
         if (d->activity + d->moved != seen) {
             seen = d->activity + d->moved;
@@ -226,13 +234,15 @@ XDEV_HOT int progress_until(xdev_t *d, bool (*done)(xdev_t *, void *), void *arg
         }
         /* While spinning, read the clock only every clock_stride-th poll
          * (a power of two; progress_clock_stride). */
-        if (spins < 4 * d->clock_stride || (!yielding && (spins & (d->clock_stride - 1))))
+        bool idle = spins >= 4 * d->clock_stride &&
+                    (yielding || !(spins & (d->clock_stride - 1)));
+        if (!idle && (polls & (4 * d->clock_stride - 1)))
             continue;
         uint64_t now = xdev_now_ns();
-        if (wake_count(d) != woken)
-            return XDEV_ERR_WOKEN;
         if (now >= deadline)
             return XDEV_ERR_TIMEOUT;
+        if (!idle)
+            continue; /* traffic: spin on */
         uint64_t waited = start ? now - start : (start = now, 0);
         if (waited < SPIN_NS)
             continue;

@@ -4,7 +4,10 @@
  * drive it once per call (waitsome: once per poll of its wait) and then
  * look at every request, which costs a load each.
  */
+#include <stdlib.h>
 #include "device.h"
+
+#define IDS_ON_STACK 64 /* more requests than this: their ids on the heap */
 
 /* The device all of reqs belong to (NULL entries skipped), or NULL with
  * *bad set if one is not an active request or belongs elsewhere. */
@@ -23,25 +26,27 @@ static xdev_t *device_of(int n, xdev_request_t *const *reqs, bool *bad)
     return *bad ? NULL : d;
 }
 
-/* Lock held: is r still a request of ours? While xdev_waitsome slept,
- * another thread's wait or test may have reaped it (its phase stays
- * PH_DONE): reaping it again would free a slot twice. */
-static bool still_ours(xdev_t *d, xreq_t *r)
+/* Lock held: is r still the request with this id? While xdev_waitsome
+ * slept, another thread's wait or test may have reaped it (its phase
+ * stays PH_DONE), and even posted its storage again (a new id): reaping
+ * it would free a slot twice, or take another thread's request. */
+static bool still_ours(xdev_t *d, xreq_t *r, uint64_t id)
 {
-    return req_is_active(r) && req_lookup(d, r->id) == r;
+    return req_is_active(r) && r->id == id && req_lookup(d, id) == r;
 }
 
-/* Lock held: are they all still ours (not reaped meanwhile by another
- * thread, not copies), each listed once? A request listed twice would be
- * reaped twice, and the second reap frees a slot a later request holds. */
-static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
+/* Lock held: are they all active requests (not copies), each listed once?
+ * Their ids go to ids. A request listed twice would be reaped twice, and
+ * the second reap frees a slot a later request holds. */
+static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs, uint64_t *ids)
 {
     int i;
     for (i = 0; i < n; i++) {
         if (!reqs[i])
             continue;
         xreq_t *r = xreq_of(reqs[i]);
-        if (!still_ours(d, r) || (r->flags & F_LISTED))
+        ids[i] = r->id;
+        if (!still_ours(d, r, ids[i]) || (r->flags & F_LISTED))
             break;
         r->flags |= F_LISTED;
     }
@@ -51,14 +56,15 @@ static bool all_ours(xdev_t *d, int n, xdev_request_t *const *reqs)
     return i == n;
 }
 
-static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, int *idx, xdev_status_t *st)
+static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, const uint64_t *ids, int *idx,
+                     xdev_status_t *st)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (!reqs[i])
             continue;
         xreq_t *r = xreq_of(reqs[i]);
-        if (r->phase != PH_DONE || !still_ours(d, r))
+        if (r->phase != PH_DONE || !still_ours(d, r, ids[i]))
             continue;
         req_reap(d, r, st ? &st[k] : NULL);
         idx[k++] = i;
@@ -67,10 +73,10 @@ static int reap_done(xdev_t *d, int n, xdev_request_t *const *reqs, int *idx, xd
 }
 
 /* Lock held: did another thread reap one of them? */
-static bool any_lost(xdev_t *d, int n, xdev_request_t *const *reqs)
+static bool any_lost(xdev_t *d, int n, xdev_request_t *const *reqs, const uint64_t *ids)
 {
     for (int i = 0; i < n; i++)
-        if (reqs[i] && !still_ours(d, xreq_of(reqs[i])))
+        if (reqs[i] && !still_ours(d, xreq_of(reqs[i]), ids[i]))
             return true;
     return false;
 }
@@ -78,6 +84,7 @@ static bool any_lost(xdev_t *d, int n, xdev_request_t *const *reqs)
 struct some {
     int n;
     xdev_request_t *const *reqs;
+    const uint64_t *ids;
     uint64_t seen;
 };
 
@@ -87,9 +94,11 @@ static bool any_done(xdev_t *d, void *arg)
     if (d->completions == s->seen)
         return false;
     s->seen = d->completions;
-    for (int i = 0; i < s->n; i++)
-        if (s->reqs[i] && xreq_of(s->reqs[i])->phase == PH_DONE)
+    for (int i = 0; i < s->n; i++) {
+        const xreq_t *r = s->reqs[i] ? xreq_of(s->reqs[i]) : NULL;
+        if (r && (r->phase == PH_DONE || r->id != s->ids[i]))
             return true; /* ours to reap, or lost to another reaper */
+    }
     return false;
 }
 
@@ -104,24 +113,31 @@ static int some(int n, xdev_request_t *const *reqs, int *outcount, int *idx, xde
         *outcount = 0;
         return XDEV_OK; /* nothing active */
     }
+    uint64_t ids_here[IDS_ON_STACK];
+    uint64_t *ids = n <= IDS_ON_STACK ? ids_here : malloc((size_t)n * sizeof *ids);
+    if (!ids)
+        return XDEV_ERR_NOMEM;
+    unsigned woken = wake_mark(d);
     dev_lock(d);
-    int rc = all_ours(d, n, reqs) ? XDEV_OK : XDEV_ERR_ARG;
+    int rc = all_ours(d, n, reqs, ids) ? XDEV_OK : XDEV_ERR_ARG;
     int count = 0;
     if (rc == XDEV_OK) {
         progress_once(d);
-        struct some s = { n, reqs, d->completions - 1 };
+        struct some s = { n, reqs, ids, d->completions - 1 };
         if (wait && !any_done(d, &s))
-            rc = progress_until(d, any_done, &s, -1);
+            rc = progress_until(d, any_done, &s, -1, woken);
         /* woken: reap what is done anyway, the rest stays active */
         if (rc == XDEV_ERR_WOKEN || rc == XDEV_OK)
-            count = reap_done(d, n, reqs, idx, st);
+            count = reap_done(d, n, reqs, ids, idx, st);
         if (rc == XDEV_ERR_WOKEN && count)
             rc = XDEV_OK;
         /* as xdev_wait: the thread that lost the race gets XDEV_ERR_ARG */
-        if (wait && rc == XDEV_OK && !count && any_lost(d, n, reqs))
+        if (wait && rc == XDEV_OK && !count && any_lost(d, n, reqs, ids))
             rc = XDEV_ERR_ARG;
     }
     dev_unlock(d);
+    if (ids != ids_here)
+        free(ids);
     if (rc != XDEV_ERR_ARG)
         *outcount = count;
     return rc;

@@ -44,21 +44,23 @@ int xdev_irecvv(xdev_t *d, const xdev_iov_t *iov, int n, int src, int tag, int c
 
 int xdev_sendv(xdev_t *d, const xdev_iov_t *iov, int n, int dst, int tag, int ctx)
 {
+    unsigned woken = wake_mark(d);
     size_t len;
     if (!vector_ok(iov, n, &len))
         return XDEV_ERR_ARG;
     xdev_request_t req;
     return wait_result(post_send(d, iov, len, dst, tag, ctx, &req, F_PRIVATE, (unsigned)n), &req,
-                       NULL);
+                       NULL, woken);
 }
 
 int xdev_recvv(xdev_t *d, const xdev_iov_t *iov, int n, int src, int tag, int ctx,
                xdev_status_t *st)
 {
+    unsigned woken = wake_mark(d);
     size_t len;
     if (!vector_ok(iov, n, &len))
         return XDEV_ERR_ARG;
     xdev_request_t req;
     return wait_result(post_recv(d, (void *)iov, len, src, tag, ctx, &req, F_PRIVATE, (unsigned)n),
-                       &req, st);
+                       &req, st, woken);
 }

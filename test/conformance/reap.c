@@ -8,15 +8,22 @@
  * still completes with its message, and h_finalize (which wants XDEV_OK)
  * proves the device's count of active requests is right. A receive posted
  * into a copy of an active one is a receive of its own: both complete.
+ *
+ * A thread in xdev_wait or xdev_waitsome whose request another thread
+ * reaps, and whose storage that thread then posts again, has lost the
+ * race: it returns XDEV_ERR_ARG at once, and neither waits for nor reaps
+ * the new request, which stays its poster's. (They waited for it, and
+ * xdev_waitsome then reaped it.)
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cases.h"
 #include "harness.h"
 
-enum { CTX_REAP = 81, ROUNDS = 2000, TAG_COPY = 1 };
+enum { CTX_REAP = 81, ROUNDS = 2000, TAG_COPY = 1, TAG_NEVER = 5000, TAG_NEVER_AGAIN = 5001 };
 
 static xdev_request_t shared_req;
 static uint64_t shared_buf;
@@ -99,8 +106,76 @@ static void copies_and_second_reaps(void)
     CHECK(in == 0x5eed0000u + (uint64_t)h_prev() && in2 == in, "receives posted into a copy");
 }
 
+static struct {
+    bool some; /* xdev_waitsome, else xdev_wait */
+    int rc, outcount;
+    int finished; /* atomic */
+} loser;
+
+static void *losing_waiter(void *arg)
+{
+    (void)arg;
+    xdev_status_t st;
+    if (loser.some) {
+        xdev_request_t *list[1] = { &shared_req };
+        int idx;
+        loser.rc = xdev_waitsome(1, list, &loser.outcount, &idx, &st);
+    } else {
+        loser.rc = xdev_wait(&shared_req, &st);
+    }
+    __atomic_store_n(&loser.finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* No message is sent: both receives wait for a tag nobody sends, and the
+ * main thread cancels them. */
+static void reposted_while_waiting(bool some)
+{
+    const char *call = some ? "xdev_waitsome" : "xdev_wait";
+    h_phase("threads: %s on a request another thread reaps and posts again", call);
+    int exercised = 0;
+    for (int i = 0; i < 3; i++) {
+        loser.some = some;
+        loser.rc = 12345;
+        loser.finished = 0;
+        CHECK_RC(xdev_irecv(h_dev, &shared_buf, sizeof shared_buf, h_prev(), TAG_NEVER, CTX_REAP,
+                            &shared_req));
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, losing_waiter, NULL) == 0, "pthread_create");
+        h_sleep_ms(100); /* past the spin and yield phases, asleep */
+        CHECK_RC(xdev_cancel(&shared_req));
+        int done = 0;
+        xdev_status_t st;
+        int rc = xdev_test(&shared_req, &done, &st);
+        if (rc == XDEV_ERR_ARG) { /* the waiter reaped it first */
+            pthread_join(th, NULL);
+            CHECK(loser.rc == XDEV_OK, "%s of a cancelled receive returned %d", call, loser.rc);
+            continue;
+        }
+        CHECK(rc == XDEV_OK && done, "xdev_test of a cancelled receive: %d, done %d", rc, done);
+        CHECK_RC(xdev_irecv(h_dev, &shared_buf, sizeof shared_buf, h_prev(), TAG_NEVER_AGAIN,
+                            CTX_REAP, &shared_req));
+        double t0 = h_now();
+        while (!__atomic_load_n(&loser.finished, __ATOMIC_ACQUIRE) && h_now() - t0 < 10)
+            h_sleep_ms(1);
+        bool returned = __atomic_load_n(&loser.finished, __ATOMIC_ACQUIRE);
+        CHECK_RC(xdev_cancel(&shared_req));
+        pthread_join(th, NULL);
+        CHECK(returned, "%s still waited 10 s after another thread had reaped its request and "
+              "posted the storage again", call);
+        CHECK(loser.rc == XDEV_ERR_ARG, "%s whose request another thread reaped returned %d, "
+              "want XDEV_ERR_ARG", call, loser.rc);
+        CHECK(xdev_wait(&shared_req, &st) == XDEV_OK && st.error == XDEV_ERR_CANCELED,
+              "the request posted again was taken from its poster");
+        exercised++;
+    }
+    CHECK(exercised > 0, "%s reaped the cancelled receive first in every round", call);
+}
+
 void threads_reap(void)
 {
     racing_waiters();
     copies_and_second_reaps();
+    reposted_while_waiting(false);
+    reposted_while_waiting(true);
 }

@@ -3,12 +3,14 @@
  * of one whose messages to itself take the path a peer's would (head,
  * matching, eager, rendezvous, synchronous send, deferral under the
  * unexpected limit, truncation, vectors, order), where the core's own
- * shortcut for such messages would skip all of it; and what the core
- * tells a transport of the receives posted for a peer.
+ * shortcut for such messages would skip all of it; what the core tells a
+ * transport of the receives posted for a peer; and a wakeup that comes
+ * between a blocking call's start and its wait.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "device.h"
 #include "introspect.h"
 #include "transport.h"
 #include "unit_check.h"
@@ -137,6 +139,27 @@ static void check_posted_from(xdev_t *dev)
     CHECK(!xdev_core_posted_from(dev, 0) && in[0] == 7 && in[2] == 7);
 }
 
+/* A wakeup after a blocking call began, but before it waits (while it
+ * waited for the device lock, or posted), ends that call: the call marks
+ * the wakeup count on entry (wake_mark) and its wait compares with the
+ * mark. Taken here through xdev_recv's own steps, since no thread can be
+ * stopped between them from outside; a receive begun after the wakeup
+ * then blocks as usual. */
+static void check_wakeup_at_entry(xdev_t *dev)
+{
+    uint8_t out[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, in[8];
+    xdev_request_t req, s;
+    xdev_status_t st;
+    unsigned mark = wake_mark(dev);
+    CHECK(xdev_wakeup(dev) == XDEV_OK);
+    CHECK(wait_result(post_recv(dev, in, sizeof in, 0, 8, 0, &req, F_PRIVATE, 0), &req, &st,
+                      mark) == XDEV_ERR_WOKEN);
+    CHECK(st.error == XDEV_ERR_CANCELED && st.count == 0);
+    CHECK(xdev_isend(dev, out, sizeof out, 0, 8, 0, &s) == XDEV_OK);
+    CHECK(xdev_recv(dev, in, sizeof in, 0, 8, 0, &st) == XDEV_OK && st.count == sizeof in);
+    CHECK(xdev_wait(&s, NULL) == XDEV_OK && !memcmp(in, out, sizeof in));
+}
+
 int main(void)
 {
     xdev_transport_add(&xdev_loop_ops);
@@ -162,6 +185,7 @@ int main(void)
     check_vector(dev);
     check_deferral(dev);
     check_posted_from(dev);
+    check_wakeup_at_entry(dev);
     xdev_stats_t stats;
     CHECK(xdev_stats(dev, &stats) == XDEV_OK && stats.self_msgs == 0 && stats.rendezvous_sent > 0);
     CHECK(xdev_finalize(dev) == XDEV_OK);
