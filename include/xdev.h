@@ -117,9 +117,9 @@ enum {
     XDEV_ERR_TIMEOUT = -9,   /* xdev_peek_timed: nothing completed in time */
     XDEV_ERR_WOKEN = -10,    /* a blocked call returned because of
                               * xdev_wakeup */
-    XDEV_ERR_PEER_PENDING = -11, /* a wildcard-source receive failed because
-                              * a rank that could have sent it died
-                              * (XDEV_FLAG_WILDCARD_FAILS) */
+    XDEV_ERR_PEER_PENDING = -11, /* a wildcard-source receive or probe
+                              * failed because a rank that could have
+                              * sent it died (XDEV_FLAG_WILDCARD_FAILS) */
     XDEV_ERR_BUSY = -12,     /* xdev_arm: work is waiting; call
                               * xdev_progress before sleeping */
 };
@@ -138,10 +138,14 @@ enum {
      * moment fails with XDEV_ERR_PEER_PENDING, as ULFM's
      * MPI_ERR_PROC_FAILED_PENDING: the caller learns that a sender it may
      * have waited for is gone (xdev_peer_state says which) and posts
-     * again if it wants. A peer that finalized counts: it can send no
-     * more either. Receives posted later are not failed by that death.
+     * again if it wants. So does every xdev_probe and xdev_mprobe from
+     * XDEV_ANY_SOURCE blocked at that moment. A peer that finalized
+     * counts: it can send no more either. Receives posted and probes
+     * begun later are not failed by that death (a thread that looked at
+     * xdev_peer_state before posting may miss a death another thread's
+     * call noticed in between: wait with a deadline, or xdev_wakeup).
      * The failed receive's status is as posted (source XDEV_ANY_SOURCE,
-     * its tag and ctx) with count 0. So that every death is seen, the
+     * its tag and ctx) with count 0; so is the failed probe's. So that every death is seen, the
      * first such receive makes the device reach every peer (over tcp, a
      * connection to each). Without the flag a wildcard receive is never
      * failed by one peer's death. */
@@ -401,7 +405,10 @@ XDEV_API int xdev_iprobe(xdev_t *dev, int src, int tag, int ctx, int *found, xde
  * XDEV_ANY_TAG, which tells it from a cut marker), or if the message it
  * finds is the one at which a dead sender's stream was cut (xdev_iprobe
  * reports that one as found, with st->error == XDEV_ERR_PEER and
- * st->count == 0: the receive that takes it will fail). */
+ * st->count == 0: the receive that takes it will fail). With
+ * XDEV_FLAG_WILDCARD_FAILS, one from XDEV_ANY_SOURCE fails with
+ * XDEV_ERR_PEER_PENDING when a peer dies while it waits (*st is then
+ * {XDEV_ANY_SOURCE, tag, ctx, XDEV_ERR_PEER_PENDING, count 0}). */
 XDEV_API int xdev_probe(xdev_t *dev, int src, int tag, int ctx, xdev_status_t *st);
 
 /*
@@ -449,8 +456,9 @@ XDEV_API int xdev_improbe(xdev_t *dev, int src, int tag, int ctx, int *found,
  * an empty *msg) if src is a specific rank that died with nothing matching
  * left (st then {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER, count 0}, as
  * xdev_probe's), or for a dead sender's cut marker (st then names it: its
- * tag is the cut message's). XDEV_ERR_WOKEN after xdev_wakeup, with
- * *msg empty and st untouched. */
+ * tag is the cut message's). XDEV_ERR_PEER_PENDING (and an empty *msg)
+ * as xdev_probe's from XDEV_ANY_SOURCE. XDEV_ERR_WOKEN after
+ * xdev_wakeup, with *msg empty and st untouched. */
 XDEV_API int xdev_mprobe(xdev_t *dev, int src, int tag, int ctx, xdev_message_t *msg,
                          xdev_status_t *st);
 

@@ -259,10 +259,13 @@ static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *
     st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 
-void probe_status_gone(xdev_status_t *st, int src, int ctx)
+int probe_failed(const struct probe_args *a, xdev_status_t *st)
 {
-    *st = (xdev_status_t){ .source = src, .tag = XDEV_ANY_TAG, .ctx = ctx,
-                           .error = XDEV_ERR_PEER };
+    bool named = a->src != XDEV_ANY_SOURCE;
+    *st = (xdev_status_t){ .source = a->src, .tag = named ? XDEV_ANY_TAG : a->tag,
+                           .ctx = a->ctx,
+                           .error = named ? XDEV_ERR_PEER : XDEV_ERR_PEER_PENDING };
+    return st->error;
 }
 
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx)
@@ -288,11 +291,21 @@ int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t 
     return XDEV_OK;
 }
 
+void probe_begin(xdev_t *d, struct probe_args *a)
+{
+    a->any_death = a->src == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS);
+    a->deaths = d->deaths;
+    if (a->any_death)
+        proto_watch_all(d);
+}
+
 bool probe_done(xdev_t *d, void *arg)
 {
     struct probe_args *a = arg;
-    return proto_probe(d, a->src, a->tag, a->ctx) ||
-           (a->src != XDEV_ANY_SOURCE && d->peers[a->src].dead);
+    if (proto_probe(d, a->src, a->tag, a->ctx))
+        return true;
+    return a->src != XDEV_ANY_SOURCE ? d->peers[a->src].dead
+                                     : a->any_death && d->deaths != a->deaths;
 }
 
 int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
@@ -302,14 +315,17 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
     struct probe_args a = { src, tag, ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
+    probe_begin(d, &a);
     int rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
-    if (e)
+    if (e) {
         fill_probe_status(d, e, st);
-    else if (rc != XDEV_ERR_WOKEN)
-        probe_status_gone(st, src, ctx);
+        rc = st->error;
+    } else if (rc != XDEV_ERR_WOKEN) {
+        rc = probe_failed(&a, st);
+    }
     dev_unlock(d);
-    return e ? st->error : rc == XDEV_ERR_WOKEN ? rc : XDEV_ERR_PEER;
+    return rc;
 }
 
 static bool cq_nonempty(xdev_t *d, void *arg)

@@ -193,7 +193,9 @@ struct xdev {
     int rank, size;
     unsigned flags;
     bool watching_all;      /* every peer watched, for a wildcard receive
-                             * that a death must fail (proto_recv) */
+                             * that a death must fail (proto_watch_all) */
+    unsigned deaths;        /* peers found dead, ever: a blocking wildcard
+                             * probe that sees it move fails (probe_done) */
     xdev_config_t cfg;      /* with strings owned by the device */
     char *cfg_strings;
     char **options;         /* per xdev_vars entry: its value, or NULL */
@@ -344,6 +346,9 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
  * needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
+/* With XDEV_FLAG_WILDCARD_FAILS, a wildcard receive or probe waits on
+ * every peer: have every transport watch for every peer's death. */
+void proto_watch_all(xdev_t *d);
 /* A receive's claim on the control ops it may send (see control.c). */
 int proto_claim_ctl(xdev_t *d, xreq_t *r);
 void proto_unclaim_ctl(xdev_t *d, xreq_t *r);
@@ -416,13 +421,19 @@ int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_
               unsigned flags, unsigned niov);
 struct probe_args {
     int src, tag, ctx;
+    bool any_death;   /* a wildcard probe that any death fails */
+    unsigned deaths;  /* d->deaths when it began */
 };
-/* progress_until's test for a blocking probe: something matches, or the
- * named source is dead. */
+/* A blocking probe begins (lock held): what of a death ends it. */
+void probe_begin(xdev_t *d, struct probe_args *a);
+/* progress_until's test for a blocking probe: something matches, the
+ * named source is dead, or (any_death) some peer died. */
 bool probe_done(xdev_t *d, void *arg);
-/* The status of a blocking probe whose named source died with nothing
- * matching left: XDEV_ANY_TAG, which no message has, marks it. */
-void probe_status_gone(xdev_status_t *st, int src, int ctx);
+/* A blocking probe that found nothing ended by a death: its status and
+ * result. A named source's is {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER}
+ * (no message has tag XDEV_ANY_TAG); a wildcard's is as posted, with
+ * XDEV_ERR_PEER_PENDING. */
+int probe_failed(const struct probe_args *a, xdev_status_t *st);
 /* A nonblocking probe's look: the unexpected queue, and again after one
  * progress pass if nothing matched. Lock held. */
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx);

@@ -58,18 +58,17 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
     if (!d || !msg || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
     struct probe_args a = { src, tag, ctx };
-    unsigned mark = wake_mark(d);
+    unsigned woken = wake_mark(d);
     dev_lock(d);
-    int woken = progress_until(d, probe_done, &a, -1, mark);
+    probe_begin(d, &a);
+    int rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
-    /* else a named source that died with nothing left, or a wakeup */
-    int rc = woken == XDEV_ERR_WOKEN ? woken : XDEV_ERR_PEER;
     if (e)
         rc = claim(d, e, msg, st);
     else
         memset(msg, 0, sizeof *msg);
-    if (!e && rc == XDEV_ERR_PEER)
-        probe_status_gone(st, src, ctx);
+    if (!e && rc != XDEV_ERR_WOKEN)
+        rc = probe_failed(&a, st);
     dev_unlock(d);
     return rc;
 }

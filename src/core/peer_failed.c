@@ -45,6 +45,7 @@ void xdev_core_peer_failed(xdev_t *d, int peer)
     if (p->dead)
         return;
     p->dead = true;
+    d->deaths++;
     uint64_t matched = p->cut < order_first_open(p) ? p->cut : order_first_open(p);
     uint64_t cut = matched;
     for (uxmsg_t *e = d->ux_head; e; e = e->next) {

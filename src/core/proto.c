@@ -326,8 +326,10 @@ void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
 /* A wildcard receive that any death fails waits on every peer, so every
  * peer's death must be noticed, a peer no request has named yet too (tcp
  * hears of one only over a connection). Once: a peer watched stays so. */
-static __attribute__((noinline)) void watch_all(xdev_t *d)
+__attribute__((noinline)) void proto_watch_all(xdev_t *d)
 {
+    if (d->watching_all)
+        return;
     d->watching_all = true;
     for (int i = 0; i < d->size; i++)
         if (i != d->rank && !d->peers[i].dead)
@@ -356,7 +358,7 @@ XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
     if (r->peer != XDEV_ANY_SOURCE)
         peer_watch_named(d, r->peer);
     else if ((d->flags & XDEV_FLAG_WILDCARD_FAILS) && !d->watching_all)
-        watch_all(d);
+        proto_watch_all(d);
     stream_restart(d, r->peer);
     return XDEV_OK;
 }

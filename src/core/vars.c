@@ -48,8 +48,8 @@ const xdev_var_t xdev_vars[] = {
       "1: a thread advances transfers while the caller computes, asleep on the "
       "transports' fds" },
     { "XDEV_WILDCARD_FAILS", "core", false, XDEV_VAR_FLAG, NULL, 0, 0, "0",
-      "1: a death fails the XDEV_ANY_SOURCE receives posted then "
-      "(XDEV_ERR_PEER_PENDING)" },
+      "1: a death fails the XDEV_ANY_SOURCE receives posted and blocking probes "
+      "under way then (XDEV_ERR_PEER_PENDING)" },
     { "XDEV_SHM_RING", "shm", true, XDEV_VAR_SIZE, NULL, 4 * KIB, GIB,
       "2m", "bytes of each ring (less with more than 5 local ranks: 8 MiB into a rank in all)" },
     { "XDEV_SHM_CMA_MIN", "shm", true, XDEV_VAR_LIMIT, NULL, 0, 0, "16m",

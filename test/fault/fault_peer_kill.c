@@ -12,6 +12,8 @@
  *   rank 1 has a 16 MiB (rendezvous) isend to 3 in flight,
  *   rank 2 has an issend to 3 pending,
  *   every survivor has a wildcard-source irecv posted (which must NOT fail).
+ * With XDEV_WILDCARD_FAILS=1, ranks 1 and 2 then block in a wildcard
+ * xdev_mprobe and xdev_probe, which the kill must fail.
  * Survivors then check: their requests involving the victim fail with
  * status.error == XDEV_ERR_PEER within 10 s of the kill, new sends and
  * receives naming the victim fail with XDEV_ERR_PEER, traffic among survivors
@@ -112,6 +114,32 @@ static void expect_new_op_fails(xdev_t *dev, int op, const char *what)
     CHECK(fault_now() - t0 < FAIL_BOUND_S, "%s took %.3f s to fail", what, fault_now() - t0);
 }
 
+/* With XDEV_WILDCARD_FAILS, a blocking wildcard probe (matched, when
+ * `matched`) that nothing would match, begun before the kill (rank 0 kills
+ * only after our TAG_POSTED, and we notice a death only inside a call of
+ * ours), fails with XDEV_ERR_PEER_PENDING when the victim dies. */
+static void wildcard_probe_fails(xdev_t *dev, bool matched)
+{
+    const char *what = matched ? "xdev_mprobe" : "xdev_probe";
+    xdev_message_t msg;
+    xdev_status_t st;
+    fault_step(matched ? "a wildcard xdev_mprobe across the kill"
+                       : "a wildcard xdev_probe across the kill");
+    int rc = matched ? xdev_mprobe(dev, XDEV_ANY_SOURCE, TAG_NEVER, CTX, &msg, &st)
+                     : xdev_probe(dev, XDEV_ANY_SOURCE, TAG_NEVER, CTX, &st);
+    CHECK(rc == XDEV_ERR_PEER_PENDING, "%s returned %d (%s), want XDEV_ERR_PEER_PENDING", what,
+          rc, xdev_strerror(rc));
+    CHECK(st.source == XDEV_ANY_SOURCE && st.tag == TAG_NEVER && st.ctx == CTX &&
+          st.error == XDEV_ERR_PEER_PENDING && st.count == 0,
+          "%s status {%d, %d, %d, %d, %zu}, want it as posted", what, st.source, st.tag, st.ctx,
+          st.error, st.count);
+    if (matched) {
+        static const xdev_message_t empty;
+        CHECK(!memcmp(&msg, &empty, sizeof msg), "xdev_mprobe left a message handle");
+    }
+    CHECK(xdev_peer_state(dev, VICTIM) == XDEV_PEER_DEAD, "%s failed, the victim not dead", what);
+}
+
 static void victim(xdev_t *dev)
 {
     int pid = (int)getpid();
@@ -197,6 +225,7 @@ int main(void)
             REQUIRE_RC(xdev_issend(dev, small, SMALL, VICTIM, TAG_SYNC, CTX, &sync_req), XDEV_OK);
         }
         if (rank <= 2) REQUIRE_RC(xdev_send(dev, "p", 1, 0, TAG_POSTED, CTX), XDEV_OK);
+        if (wildcard_fails && rank <= 2) wildcard_probe_fails(dev, rank == 1);
         REQUIRE_RC(xdev_recv(dev, &t_kill, sizeof t_kill, 0, TAG_KILLED, CTX, &st), XDEV_OK);
         if (rank == 1) expect_peer_failure(&big_req, "rank 1's 16 MiB isend to the victim", t_kill);
         if (rank == 2) expect_peer_failure(&sync_req, "rank 2's issend to the victim", t_kill);
