@@ -99,6 +99,7 @@ typedef struct {
     unsigned wakes;   /* wakeup() calls, as blocked calls see them */
     int inside;       /* calls waiting in dev without the GIL */
     bool closing;     /* close() waits for those to leave */
+    bool wildcard_fails; /* made with XDEV_FLAG_WILDCARD_FAILS */
 } DeviceObject;
 
 typedef struct {
@@ -510,7 +511,26 @@ struct probe_args {
     int src, tag, ctx;
     xdev_status_t *st;
     xdev_message_t *msg; /* NULL: a plain probe */
+    bool any_death;      /* a wildcard probe that any death fails */
+    int dead;            /* dead_peers() when it began */
 };
+
+static int dead_peers(xdev_t *dev)
+{
+    int n = 0;
+    for (int r = 0; r < xdev_size(dev); r++)
+        n += xdev_peer_state(dev, r) == XDEV_PEER_DEAD;
+    return n;
+}
+
+/* A blocking probe here waits in slices of the nonblocking one, not in
+ * xdev_probe, so with XDEV_FLAG_WILDCARD_FAILS a wildcard one looks for a
+ * death itself: one noticed once it began fails it, as in C. */
+static void probe_begin(DeviceObject *d, struct probe_args *a)
+{
+    a->any_death = a->src == XDEV_ANY_SOURCE && d->wildcard_fails;
+    a->dead = a->any_death ? dead_peers(d->dev) : 0;
+}
 
 static int attempt_probe(xdev_t *dev, void *arg)
 {
@@ -520,11 +540,23 @@ static int attempt_probe(xdev_t *dev, void *arg)
                     : xdev_iprobe(dev, a->src, a->tag, a->ctx, &found, a->st);
     if (rc < 0 || found)
         return rc < 0 ? rc : 1;
+    if (a->any_death && dead_peers(dev) != a->dead) {
+        *a->st = (xdev_status_t){ .source = XDEV_ANY_SOURCE, .tag = a->tag, .ctx = a->ctx,
+                                  .error = XDEV_ERR_PEER_PENDING };
+        return XDEV_ERR_PEER_PENDING;
+    }
     if (a->src == XDEV_ANY_SOURCE || xdev_peer_state(dev, a->src) != XDEV_PEER_DEAD)
         return 0;
     rc = a->msg ? xdev_mprobe(dev, a->src, a->tag, a->ctx, a->msg, a->st)
                 : xdev_probe(dev, a->src, a->tag, a->ctx, a->st);
     return rc < 0 ? rc : 1;
+}
+
+/* The Status a failed probe raises with: a dead sender's (its cut marker,
+ * or the dead source named), or a wildcard's that a death failed. */
+static const xdev_status_t *failed_status(int rc, const xdev_status_t *st)
+{
+    return (rc == XDEV_ERR_PEER && st->error) || rc == XDEV_ERR_PEER_PENDING ? st : NULL;
 }
 
 /* probe(source, tag, ctx) -> Status; as xdev_probe, a dead sender's cut
@@ -535,11 +567,12 @@ static PyObject *dev_probe(P2P_ARGS)
     struct probe_args pa = { .st = &st };
     if (!device_ok(d) || parse_match(a, n, k, &pa.src, &pa.tag, &pa.ctx) < 0)
         return NULL;
+    probe_begin(d, &pa);
     int rc = wait_until(d, attempt_probe, &pa, true);
     if (rc == 0)
         return NULL; /* what a signal handler raised */
     if (rc < 0)
-        return raise_code(rc, rc == XDEV_ERR_PEER && st.error ? &st : NULL);
+        return raise_code(rc, failed_status(rc, &st));
     return st.error ? raise_code(st.error, &st) : status_new(&st);
 }
 
@@ -574,6 +607,7 @@ static int claim(P2P_ARGS, bool block, xdev_message_t *m, xdev_status_t *st)
         return -1;
     int found = 0, rc;
     if (block) {
+        probe_begin(d, &pa);
         rc = wait_until(d, attempt_probe, &pa, true);
         if (rc == 0)
             return -1; /* what a signal handler raised */
@@ -581,8 +615,8 @@ static int claim(P2P_ARGS, bool block, xdev_message_t *m, xdev_status_t *st)
     } else {
         rc = xdev_improbe(d->dev, pa.src, pa.tag, pa.ctx, &found, m, st);
     }
-    if (rc < 0) /* a dead sender's Status names it, as probe's does */
-        return raise_code(rc, rc == XDEV_ERR_PEER && st->error ? st : NULL), -1;
+    if (rc < 0)
+        return raise_code(rc, failed_status(rc, st)), -1;
     return found;
 }
 
@@ -918,6 +952,9 @@ static int dev_init(DeviceObject *d, PyObject *args, PyObject *kw)
     bool given = list != NULL;
     PyMem_Free(list);
     d->pid = getpid();
+    xdev_config_t made; /* the flags xdev_init took from the environment */
+    d->wildcard_fails = xdev_config_init(&made) == XDEV_OK &&
+                        (made.flags & XDEV_FLAG_WILDCARD_FAILS);
     if (rc != XDEV_OK) {
         d->dev = NULL;
         if (rc == XDEV_ERR_ARG && given)
