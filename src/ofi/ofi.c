@@ -52,6 +52,17 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
         xdev_core_peer_failed(tp->dev, p->rank);
 }
 
+/* p said goodbye (it is in its xdev_finalize) and the core has all it
+ * sent: it sends nothing more, as a closed connection says over tcp, so
+ * the core fails what waits on it. Its finalize waits for our goodbye,
+ * which goes now rather than at ours (ofi_shutdown waits for it to go). */
+void ofi_peer_left(xdev_tp_t *tp, ofi_peer_t *p)
+{
+    if (!p->bye_sent)
+        p->bye_sent = ofi_send_ctrl(tp, p, K_BYE);
+    ofi_peer_fail(tp, p);
+}
+
 /* p sent a frame it could not have sent so, or one of its frames never
  * came. It lives, and would wait for ever for what we no longer answer,
  * as nothing more of its may reach us to be answered with K_GONE: tell it
@@ -203,6 +214,8 @@ static int ofi_shutdown(xdev_tp_t *tp)
     bool done = true;
     for (int r = 0; r < tp->size; r++) {
         ofi_peer_t *p = &tp->peers[r];
+        if (p->failed && p->bye_rx && p->nctl) /* our goodbye to a peer that left */
+            done = false;
         if (!tp->serve[r] || p->failed || !p->active)
             continue;
         if (p->txq.head || p->inflight) {

@@ -288,5 +288,7 @@ void ofi_peer_fail_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line)
 void ofi_peer_reject_at(xdev_tp_t *tp, ofi_peer_t *p, const char *where, int line);
 #define ofi_peer_reject(tp, p) ofi_peer_reject_at((tp), (p), __func__, __LINE__)
 void ofi_peer_released(xdev_tp_t *tp, ofi_peer_t *p);
+/* p said goodbye and all it sent is in: it left. */
+void ofi_peer_left(xdev_tp_t *tp, ofi_peer_t *p);
 
 #endif

@@ -134,8 +134,11 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
             }
             continue;
         }
-        if (p->bye_rx)
-            continue; /* it said goodbye: its exit is no failure */
+        if (p->bye_rx) { /* it said goodbye: it left once all it sent is in */
+            if (!p->backlog_head && p->in.state == XDEV_RXMSG_IDLE)
+                ofi_peer_left(tp, p);
+            continue;
+        }
         if (p->same_pids) {
             if (xdev_process_exited(p->pidfd, p->pid))
                 ofi_peer_fail(tp, p);

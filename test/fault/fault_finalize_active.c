@@ -11,7 +11,8 @@
  *     Every request completed and was reaped before finalize: eager sends,
  *     a receive, and a message that rank 0 sends and finalizes right away
  *     while rank 1 is still asleep (finalize must not lose data already
- *     sent). xdev_finalize must return XDEV_OK on every rank.
+ *     sent). Then a receive naming rank 0, which left, must fail with
+ *     XDEV_ERR_PEER. xdev_finalize must return XDEV_OK on every rank.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,17 @@ static int run_clean(xdev_t *dev, int rank)
               "message sent before the sender's finalize: rc %d (%s) error %d count %zu", rc,
               xdev_strerror(rc), st.error, st.count);
         CHECK(fault_verify(buf, EAGER, 3) == (size_t)-1, "message sent before finalize arrived corrupted");
+        /* It left: a receive naming it fails, as one naming a dead rank. */
+        fault_step("receive naming a rank that finalized");
+        t0 = fault_now();
+        rc = xdev_recv(dev, buf, EAGER, 0, 4, CTX, &st);
+        dt = fault_now() - t0;
+        CHECK(rc == XDEV_ERR_PEER && st.error == XDEV_ERR_PEER && st.count == 0,
+              "receive naming a rank that finalized: rc %d (%s) error %d count %zu", rc,
+              xdev_strerror(rc), st.error, st.count);
+        CHECK(dt < FINALIZE_BOUND_S, "that receive failed only after %.3f s", dt);
+        CHECK(xdev_peer_state(dev, 0) == XDEV_PEER_DEAD, "a rank that finalized is %d, not dead",
+              xdev_peer_state(dev, 0));
     }
 
     fault_step("xdev_finalize with nothing active");
