@@ -145,8 +145,9 @@ enum {
      * xdev_peer_state before posting may miss a death another thread's
      * call noticed in between: wait with a deadline, or xdev_wakeup).
      * The failed receive's status is as posted (source XDEV_ANY_SOURCE,
-     * its tag and ctx) with count 0; so is the failed probe's. So that every death is seen, the
-     * first such receive makes the device reach every peer (over tcp, a
+     * its tag and ctx) with count 0; so is the failed probe's. So that
+     * every death is seen, the first wildcard receive or probe (also
+     * xdev_iprobe) makes the device reach every peer (over tcp, a
      * connection to each). Without the flag a wildcard receive is never
      * failed by one peer's death. */
     XDEV_FLAG_WILDCARD_FAILS = 1u << 2,

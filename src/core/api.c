@@ -295,8 +295,6 @@ void probe_begin(xdev_t *d, struct probe_args *a)
 {
     a->any_death = a->src == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS);
     a->deaths = d->deaths;
-    if (a->any_death)
-        proto_watch_all(d);
 }
 
 bool probe_done(xdev_t *d, void *arg)
@@ -312,7 +310,7 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
 {
     if (!d || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
-    struct probe_args a = { src, tag, ctx };
+    struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
     probe_begin(d, &a);

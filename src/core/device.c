@@ -183,8 +183,8 @@ int xdev_stats_size(xdev_t *d, xdev_stats_t *stats, size_t size)
         t->bytes_sent += p->bytes_sent;
         t->msgs_received += p->arrivals;
         t->bytes_received += p->bytes_received;
-        st.peers_dead += p->dead;
     }
+    st.peers_dead = (int)d->deaths;
     st.self_msgs = d->self_msgs;
     st.rendezvous_sent = d->rndz_sent;
     st.rendezvous_received = d->rndz_received;
@@ -215,7 +215,7 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_TIMEOUT: return "timed out: nothing completed";
     case XDEV_ERR_WOKEN: return "woken by xdev_wakeup";
     case XDEV_ERR_BUSY: return "work is waiting: drive progress before sleeping";
-    case XDEV_ERR_PEER_PENDING: return "a rank that could have sent this wildcard receive died";
+    case XDEV_ERR_PEER_PENDING: return "a rank that could have sent what this wildcard receive or probe waited for died";
     default: return "unknown xdev error code";
     }
 }

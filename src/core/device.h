@@ -304,12 +304,16 @@ static inline xdev_tp_t *peer_tp(const xdev_t *d, int peer)
 {
     return d->tps[d->peers[peer].tp].tp;
 }
-/* A receive or probe naming src fails when src dies, but tcp, ofi and
- * ibv hear of a death only from a peer they reach: ask them to. */
-static inline void peer_watch_named(const xdev_t *d, int src)
+void proto_watch_all(xdev_t *d); /* (proto.c) */
+/* A receive or probe naming src fails when src dies, and with
+ * XDEV_FLAG_WILDCARD_FAILS a wildcard one when any peer does, but tcp, ofi
+ * and ibv hear of a death only from a peer they reach: ask them to. */
+static inline void peer_watch(xdev_t *d, int src)
 {
     if (src != XDEV_ANY_SOURCE && src != d->rank && !d->peers[src].dead)
         peer_ops(d, src)->watch(peer_tp(d, src), src);
+    else if (src == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS) && !d->watching_all)
+        proto_watch_all(d);
 }
 /* Whether a message of len payload bytes to peer may go as its
  * transport's short tier (XDEV_TX_NOW): never where it has none, nor
@@ -346,9 +350,6 @@ int proto_send(xdev_t *d, xreq_t *r, bool sync);
  * needed), 0 to take the usual path. */
 int proto_send_now(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx);
 int proto_recv(xdev_t *d, xreq_t *r);
-/* With XDEV_FLAG_WILDCARD_FAILS, a wildcard receive or probe waits on
- * every peer: have every transport watch for every peer's death. */
-void proto_watch_all(xdev_t *d);
 /* A receive's claim on the control ops it may send (see control.c). */
 int proto_claim_ctl(xdev_t *d, xreq_t *r);
 void proto_unclaim_ctl(xdev_t *d, xreq_t *r);

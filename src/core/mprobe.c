@@ -57,7 +57,7 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
 {
     if (!d || !msg || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
-    struct probe_args a = { src, tag, ctx };
+    struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
     probe_begin(d, &a);

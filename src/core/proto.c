@@ -323,13 +323,12 @@ void take_unexpected(xdev_t *d, uxmsg_t *e, xreq_t *r)
     ux_free(d, e);
 }
 
-/* A wildcard receive that any death fails waits on every peer, so every
- * peer's death must be noticed, a peer no request has named yet too (tcp
- * hears of one only over a connection). Once: a peer watched stays so. */
+/* A wildcard receive or probe that any death fails waits on every peer,
+ * so every peer's death must be noticed, a peer no request has named yet
+ * too (tcp hears of one only over a connection). Once: a peer watched
+ * stays so. */
 __attribute__((noinline)) void proto_watch_all(xdev_t *d)
 {
-    if (d->watching_all)
-        return;
     d->watching_all = true;
     for (int i = 0; i < d->size; i++)
         if (i != d->rank && !d->peers[i].dead)
@@ -355,10 +354,7 @@ XDEV_HOT int proto_recv(xdev_t *d, xreq_t *r)
     d->posted_wild[wild_kind(r->peer, r->tag)]++;
     if (r->peer != XDEV_ANY_SOURCE)
         d->peers[r->peer].posted++;
-    if (r->peer != XDEV_ANY_SOURCE)
-        peer_watch_named(d, r->peer);
-    else if ((d->flags & XDEV_FLAG_WILDCARD_FAILS) && !d->watching_all)
-        proto_watch_all(d);
+    peer_watch(d, r->peer);
     stream_restart(d, r->peer);
     return XDEV_OK;
 }

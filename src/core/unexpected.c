@@ -199,7 +199,7 @@ uxmsg_t *proto_probe(xdev_t *d, int src, int tag, int ctx)
     if (e)
         return e;
     stream_restart(d, src); /* what it looks for may be behind a stop */
-    peer_watch_named(d, src);
+    peer_watch(d, src);
     return NULL;
 }
 

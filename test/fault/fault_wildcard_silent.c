@@ -13,8 +13,14 @@
  * of a death only over a connection, and no request had made one.) Then
  * the two swap a message, so each is still alive to the other, and
  * finalize. xdevrun's exit status is the verdict.
+ *
+ * `fault_wildcard_silent probe`: rank 0 blocks in xdev_probe from any
+ * source instead, which must fail so too; rank 1 polls xdev_iprobe from
+ * any source and xdev_peer_state, as a binding's probe that waits in
+ * slices does, and must see rank 2 dead within the same bound.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fault_util.h"
 #include "xdev.h"
@@ -25,7 +31,32 @@
 #define VICTIM_S 2.0 /* well after the others posted their receives */
 #define MARGIN_S 15.0
 
-int main(void)
+/* Rank 0 blocks in a wildcard probe, rank 1 polls one (probe mode). */
+static void probe_across(xdev_t *dev, int rank, double bound_s)
+{
+    xdev_status_t st;
+    if (rank == 0) {
+        fault_step("blocked in a wildcard xdev_probe");
+        int rc = xdev_probe(dev, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &st);
+        CHECK(rc == XDEV_ERR_PEER_PENDING, "wildcard probe: %d (%s), want %d", rc,
+              xdev_strerror(rc), XDEV_ERR_PEER_PENDING);
+        CHECK(st.source == XDEV_ANY_SOURCE && st.tag == XDEV_ANY_TAG && st.ctx == CTX &&
+              st.error == XDEV_ERR_PEER_PENDING && st.count == 0,
+              "status {%d, %d, %d, %d, %zu}, want it as called", st.source, st.tag, st.ctx,
+              st.error, st.count);
+        return;
+    }
+    fault_step("polling a wildcard xdev_iprobe");
+    double end = fault_now() + bound_s;
+    int found = 0;
+    while (xdev_peer_state(dev, VICTIM) != XDEV_PEER_DEAD && fault_now() < end) {
+        REQUIRE_RC(xdev_iprobe(dev, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &found, &st), XDEV_OK);
+        REQUIRE(!found, "the wildcard iprobe found a message nobody sent");
+        fault_sleep_ms(1);
+    }
+}
+
+int main(int argc, char **argv)
 {
     fault_setup("fault_wildcard_silent", 90);
     const char *pt = getenv("XDEV_PEER_TIMEOUT_MS");
@@ -38,15 +69,21 @@ int main(void)
     xdev_request_t req;
     xdev_status_t st;
     int done;
-    fault_step("waiting on any source");
-    REQUIRE_RC(xdev_irecv(dev, buf, sizeof buf, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &req), XDEV_OK);
     double bound_s = VICTIM_S + atoi(pt) / 1000.0 + MARGIN_S;
-    CHECK_RC(fault_wait_for(&req, &st, bound_s, &done), XDEV_OK);
-    REQUIRE(done, "the wildcard receive still pending %.0f s after rank %d left", bound_s, VICTIM);
-    CHECK(st.error == XDEV_ERR_PEER_PENDING, "wildcard receive: status.error %d, want %d", st.error,
-          XDEV_ERR_PEER_PENDING);
-    CHECK(st.count == 0 && st.source == XDEV_ANY_SOURCE, "status: count %zu source %d", st.count,
-          st.source);
+    if (argc > 1 && !strcmp(argv[1], "probe")) {
+        probe_across(dev, rank, bound_s);
+    } else {
+        fault_step("waiting on any source");
+        REQUIRE_RC(xdev_irecv(dev, buf, sizeof buf, XDEV_ANY_SOURCE, XDEV_ANY_TAG, CTX, &req),
+                   XDEV_OK);
+        CHECK_RC(fault_wait_for(&req, &st, bound_s, &done), XDEV_OK);
+        REQUIRE(done, "the wildcard receive still pending %.0f s after rank %d left", bound_s,
+                VICTIM);
+        CHECK(st.error == XDEV_ERR_PEER_PENDING, "wildcard receive: status.error %d, want %d",
+              st.error, XDEV_ERR_PEER_PENDING);
+        CHECK(st.count == 0 && st.source == XDEV_ANY_SOURCE, "status: count %zu source %d",
+              st.count, st.source);
+    }
     CHECK(xdev_peer_state(dev, VICTIM) == XDEV_PEER_DEAD, "xdev_peer_state(%d) = %d, want dead",
           VICTIM, xdev_peer_state(dev, VICTIM));
 
