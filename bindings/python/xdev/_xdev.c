@@ -517,10 +517,8 @@ struct probe_args {
 
 static int dead_peers(xdev_t *dev)
 {
-    int n = 0;
-    for (int r = 0; r < xdev_size(dev); r++)
-        n += xdev_peer_state(dev, r) == XDEV_PEER_DEAD;
-    return n;
+    xdev_stats_t st;
+    return xdev_stats(dev, &st) == XDEV_OK ? st.peers_dead : 0;
 }
 
 /* A blocking probe here waits in slices of the nonblocking one, not in
