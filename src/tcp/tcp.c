@@ -37,6 +37,22 @@ void tcp_service_later(xdev_tp_t *tp, tcp_conn_t *c)
     tp->service = c;
 }
 
+/* A write failed: the peer reset or closed the connection (it finalized
+ * or died while we were not reading). What it sent before is still in our
+ * socket, the kernel keeps it past a reset, and the prefix rule keeps it
+ * receivable: read it, and lose the connection at its end (tcp_read does,
+ * at the EOF or the reset), or at once where reading is held back. */
+static void lose_broken(xdev_tp_t *tp, tcp_conn_t *c)
+{
+    int peer = c->peer;
+    if (c->state == CONN_OPEN && tp->peers[peer].conn == c && c->rx_phase != RX_PAUSED) {
+        tcp_read(tp, c);
+        if (tp->peers[peer].conn != c || c->queued)
+            return; /* lost, or more to read in the next call */
+    }
+    tcp_conn_lost(tp, c);
+}
+
 /* Connections that asked for attention outside an epoll event: a resumed
  * payload to read, an error to act on. Each is served once per call: one
  * that reads up to its bound queues itself again, for the next call, so
@@ -51,7 +67,7 @@ static XDEV_HOT void run_service(xdev_tp_t *tp)
         tp->serving = c->service_next;
         c->queued = false;
         if (c->broken)
-            tcp_conn_lost(tp, c);
+            lose_broken(tp, c);
         else
             tcp_read(tp, c);
     }

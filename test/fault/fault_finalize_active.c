@@ -13,6 +13,13 @@
  *     while rank 1 is still asleep (finalize must not lose data already
  *     sent). Then a receive naming rank 0, which left, must fail with
  *     XDEV_ERR_PEER. xdev_finalize must return XDEV_OK on every rank.
+ *
+ *   fault_finalize_active unread   (XDEV_FINALIZE_TIMEOUT_MS=300, -n 2)
+ *     Rank 1 sends NUNREAD messages and finalizes while rank 0 makes no
+ *     call, so its finalize gives up waiting and it exits. Rank 0 then
+ *     sends to it (over tcp the connection answers with a reset) before
+ *     it receives: every message must still arrive whole, the rendezvous
+ *     send must fail with XDEV_ERR_PEER.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +33,8 @@
 #define RBUF 65536
 #define EAGER 1000
 #define FINALIZE_BOUND_S 5.0
+#define NUNREAD 5
+#define UNREAD_QUIET_MS 1500 /* well past rank 1's finalize timeout */
 
 static int run_active(xdev_t *dev, int rank)
 {
@@ -145,13 +154,58 @@ static int run_clean(xdev_t *dev, int rank)
     return 0;
 }
 
+static int run_unread(xdev_t *dev, int rank)
+{
+    static unsigned char buf[EAGER];
+    xdev_status_t st;
+    int rc;
+    if (rank == 1) {
+        for (int i = 0; i < NUNREAD; i++) {
+            fault_fill(buf, EAGER, 10 + (uint32_t)i);
+            REQUIRE_RC(xdev_send(dev, buf, EAGER, 0, 10 + i, CTX), XDEV_OK);
+        }
+        fault_step("xdev_finalize while rank 0 makes no call");
+        CHECK_RC(xdev_finalize(dev), XDEV_OK);
+        return 0;
+    }
+    fault_step("no call while rank 1 finalizes and leaves");
+    fault_sleep_ms(UNREAD_QUIET_MS);
+    unsigned char *big = calloc(1, BIG);
+    REQUIRE(big, "calloc");
+    xdev_request_t small_req, big_req;
+    fault_step("sends to the rank that left, before receiving");
+    REQUIRE_RC(xdev_isend(dev, buf, 8, 1, 90, CTX, &small_req), XDEV_OK);
+    REQUIRE_RC(xdev_isend(dev, big, BIG, 1, 91, CTX, &big_req), XDEV_OK);
+    fault_step("receive what it sent before it finalized");
+    for (int i = 0; i < NUNREAD; i++) {
+        memset(buf, 0, sizeof buf);
+        rc = xdev_recv(dev, buf, EAGER, 1, 10 + i, CTX, &st);
+        CHECK(rc == XDEV_OK && st.count == EAGER &&
+                  fault_verify(buf, EAGER, 10 + (uint32_t)i) == (size_t)-1,
+              "message %d of %d, sent before its sender finalized: rc %d (%s) count %zu", i,
+              NUNREAD, rc, xdev_strerror(rc), st.count);
+    }
+    REQUIRE_RC(xdev_wait(&small_req, &st), XDEV_OK);
+    CHECK(st.error == XDEV_OK || st.error == XDEV_ERR_PEER, "eager send: error %d", st.error);
+    REQUIRE_RC(xdev_wait(&big_req, &st), XDEV_OK);
+    CHECK(st.error == XDEV_ERR_PEER, "rendezvous send to a rank that left: error %d (%s)",
+          st.error, xdev_strerror(st.error));
+    free(big);
+    fault_step("xdev_finalize");
+    CHECK_RC(xdev_finalize(dev), XDEV_OK);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "active";
     xdev_t *dev = NULL;
     int rank;
 
-    fault_setup(strcmp(mode, "clean") == 0 ? "fault-finalize-clean" : "fault-finalize-active", 90);
+    fault_setup(!strcmp(mode, "clean")    ? "fault-finalize-clean"
+                : !strcmp(mode, "unread") ? "fault-finalize-unread"
+                                          : "fault-finalize-active",
+                90);
     fault_step("xdev_init");
     REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
     rank = xdev_rank(dev);
@@ -159,6 +213,7 @@ int main(int argc, char **argv)
     REQUIRE_RC(fault_barrier(dev), XDEV_OK);
 
     if (strcmp(mode, "clean") == 0) run_clean(dev, rank);
+    else if (strcmp(mode, "unread") == 0) run_unread(dev, rank);
     else run_active(dev, rank);
     return fault_finish();
 }
