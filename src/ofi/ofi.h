@@ -60,8 +60,9 @@
 #define OFI_RMA_BYTES_MAX (4 * XDEV_TP_PASS_BYTES) /* RMA in flight to a peer (ofi_rma_flush) */
 #define OFI_PING_MS 300      /* a watched, silent peer is pinged this often */
 #define OFI_RETRY_MS 10      /* unpublished addresses looked up again */
-#define OFI_DRAIN_MS 100     /* a peer that exited: its last bytes are read by */
-#define OFI_DRAIN_POLLS 64   /* ... then, and this many polls (ofi_timers) */
+#define OFI_DRAIN_MS 100     /* a peer that exited, or that a send to failed: */
+#define OFI_DRAIN_POLLS 64   /* its last bytes are read by then, and this many
+                              * polls (ofi_timers) */
 #define OFI_ADDR_MAX 256
 
 enum ofi_kind {
@@ -131,6 +132,8 @@ typedef struct ofi_peer {
     bool watched;
     bool in_service;
     bool ping_out;        /* a ping awaits its completion */
+    bool send_failed;     /* a send or read to it failed: it is failed once
+                           * what it sent has had its time to come in */
     fi_addr_t addr;
     size_t eager_limit;
     bool same_pids;       /* its pid names its process here */
@@ -150,7 +153,7 @@ typedef struct ofi_peer {
     unsigned held;        /* failed: messages the provider still works on, and
                            * regions exposed for it to write into */
     bool exited;          /* failed, and its process is gone (same_pids) */
-    uint64_t failed_ms;   /* when it failed */
+    uint64_t failed_ms;   /* when it failed (or a send to it did) */
     unsigned failed_polls; /* xdev_tp.polls then */
     /* receiving */
     ofi_rxbuf_t *backlog_head, *backlog_tail;

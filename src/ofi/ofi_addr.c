@@ -110,6 +110,11 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
             ofi_peer_released(tp, p);
         if (!tp->serve[r] || p->failed)
             continue;
+        if (p->send_failed && now >= p->failed_ms + OFI_DRAIN_MS &&
+            tp->polls - p->failed_polls >= OFI_DRAIN_POLLS) {
+            ofi_peer_fail(tp, p);
+            continue;
+        }
         if (p->nearly && now >= p->gap_ms + (uint64_t)tp->peer_timeout_ms) {
             /* A reliable provider completes a frame late, not never; one
              * that lost it (udp;ofi_rxd can fail a receive as truncated,

@@ -357,7 +357,15 @@ void ofi_tx_complete(xdev_tp_t *tp, ofi_ctx_t *c, bool ok)
         }
     }
     if (!ok && !p->failed) {
-        ofi_peer_fail(tp, p); /* hands back m's op, and frees m, if it is done */
+        /* The peer is gone or going, most likely (a reset connection):
+         * what it sent before may still be coming up through the provider,
+         * and stays receivable, so it is failed (which hands back m's op)
+         * once that has had its time (ofi_timers). */
+        if (!p->send_failed) {
+            p->send_failed = true;
+            p->failed_ms = xdev_now_ms();
+            p->failed_polls = tp->polls;
+        }
         return;
     }
     if (p->failed) {
