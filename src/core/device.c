@@ -215,7 +215,7 @@ const char *xdev_strerror(int err)
     case XDEV_ERR_TIMEOUT: return "timed out: nothing completed";
     case XDEV_ERR_WOKEN: return "woken by xdev_wakeup";
     case XDEV_ERR_BUSY: return "work is waiting: drive progress before sleeping";
-    case XDEV_ERR_PEER_PENDING: return "a rank that could have sent what this wildcard receive or probe waited for died";
+    case XDEV_ERR_PEER_PENDING: return "a rank this wildcard receive or probe waited on died";
     default: return "unknown xdev error code";
     }
 }
