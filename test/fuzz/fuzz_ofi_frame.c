@@ -205,17 +205,20 @@ static void check_buffers(const xdev_tp_t *tp, const ofi_peer_t *p)
 /* Frames left early wait for one that never came, as when a provider
  * loses a frame: their sender fails once they have waited a peer timeout,
  * timed from no earlier than they arrived (`start_ms`), and not a
- * millisecond sooner. Nothing else the timers look at can fail the peer
- * here (no pidfd, and no send context for a ping). */
+ * millisecond sooner. A sender whose goodbye came and all of whose frames
+ * before it are in has left, at the first look. Nothing else the timers
+ * look at can fail the peer here (no pidfd, and no send context for a
+ * ping). */
 static void check_gap_timer(xdev_tp_t *tp, ofi_peer_t *p, fuzz_core_t *fc, uint64_t start_ms)
 {
     bool was_failed = p->failed, gap = !p->failed && p->nearly;
+    bool left = !p->failed && p->bye_rx && !p->backlog_head && p->in.state == XDEV_RXMSG_IDLE;
     FUZZ_CHECK(!gap || p->gap_ms >= start_ms);
     uint64_t due = p->gap_ms + (uint64_t)tp->peer_timeout_ms;
     ofi_timers(tp, due - 1);
-    FUZZ_CHECK(p->failed == was_failed);
+    FUZZ_CHECK(p->failed == (was_failed || left));
     ofi_timers(tp, due);
-    FUZZ_CHECK(p->failed == (was_failed || gap));
+    FUZZ_CHECK(p->failed == (was_failed || gap || left));
     fuzz_core_step(fc);
 }
 
@@ -238,9 +241,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FUZZ_CHECK(p->failed == fc.dev->peers[PEER].dead);
     /* A peer we failed lives (it sent what failed it): it is told, once,
-     * unless it said it failed us. */
+     * unless it said it failed us, or it said goodbye (it left). */
     FUZZ_CHECK(prov.gone_back <= 1 && prov.gone_back <= p->failed);
-    FUZZ_CHECK(!p->failed || prov.gone_back || prov.peer_said_gone);
+    FUZZ_CHECK(!p->failed || prov.gone_back || prov.peer_said_gone || p->bye_rx);
     check_buffers(tp, p);
     FUZZ_CHECK(p->cr.avail >= 0 && p->cr.avail <= tp->credits);
     FUZZ_CHECK(prov.credits_back <= prov.from_peer);
