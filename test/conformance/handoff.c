@@ -39,7 +39,7 @@
 #include "harness.h"
 
 enum { CTX_HANDOFF = 95, TAG_FLOOD = 1, TAG_WAITED = 2, TAG_B = 3, FLOOD = 100000 };
-enum { TAG_AGAIN = 4, ATTEMPTS = 5 }; /* TAG_AGAIN on the harness's control context */
+enum { TAG_AGAIN = 4, ATTEMPTS = 20 }; /* TAG_AGAIN on the harness's control context */
 #define BIG (256 * MiB)
 /* B must return this long before A, having called this much before A returned */
 #define MARGIN 0.002
