@@ -210,6 +210,39 @@ static jint jni_stats(JNIEnv *env, jclass cls, jlong dev, jlongArray counters, j
     return s.ntransports;
 }
 
+/* The flags xdev_init takes from the environment: Device must know
+ * whether it has XDEV_FLAG_WILDCARD_FAILS, and a device does not tell. */
+static jint jni_env_flags(JNIEnv *env, jclass cls)
+{
+    (void)env, (void)cls;
+    xdev_config_t cfg;
+    return xdev_config_init(&cfg) == XDEV_OK ? (jint)cfg.flags : 0;
+}
+
+/* The ranks seen dead so far, or an error. */
+static jint jni_peers_dead(JNIEnv *env, jclass cls, jlong dev)
+{
+    (void)env, (void)cls;
+    xdev_stats_t s;
+    int rc = xdev_stats(dev_of(dev), &s);
+    return rc == XDEV_OK ? s.peers_dead : rc;
+}
+
+/* For a blocking wildcard receive or probe that woke and that Device will
+ * call again: XDEV_ERR_PEER_PENDING, with the status as called, if a peer
+ * died since the `dead` counted as it began (the C call would have failed
+ * had it waited on), else XDEV_ERR_WOKEN. */
+static jint jni_died_since(JNIEnv *env, jclass cls, jlong dev, jint dead, jint tag, jint ctx,
+                           jlong status)
+{
+    int now = jni_peers_dead(env, cls, dev);
+    if (now < 0 || now == dead)
+        return XDEV_ERR_WOKEN;
+    *status_of(status) = (xdev_status_t){ .source = XDEV_ANY_SOURCE, .tag = tag, .ctx = ctx,
+                                          .error = XDEV_ERR_PEER_PENDING };
+    return XDEV_ERR_PEER_PENDING;
+}
+
 static jint jni_request_size(JNIEnv *env, jclass cls)
 {
     (void)env, (void)cls;
@@ -276,6 +309,9 @@ static const JNINativeMethod methods[] = {
     { "wakeup", "(J)I", (void *)jni_wakeup },
     { "peerState", "(JI)I", (void *)jni_peer_state },
     { "stats", "(J[J[Ljava/lang/String;)I", (void *)jni_stats },
+    { "envFlags", "()I", (void *)jni_env_flags },
+    { "peersDead", "(J)I", (void *)jni_peers_dead },
+    { "diedSince", "(JIIIJ)I", (void *)jni_died_since },
     { "requestSize", "()I", (void *)jni_request_size },
     { "statusSize", "()I", (void *)jni_status_size },
     { "allocate", "(JZ)J", (void *)jni_allocate },

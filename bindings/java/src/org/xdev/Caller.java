@@ -43,6 +43,7 @@ final class Caller {
     final long statusAddr = Native.address(status);
     private volatile Device inside;
     private boolean blocking; /* published by the write of inside */
+    private int deadAtStart;  /* as blocking; see Device.deadAtStart */
     private long scratch, scratchBytes;
     private long borrowed, borrowedBytes;
 
@@ -60,9 +61,14 @@ final class Caller {
         return CURRENT.get();
     }
 
-    /** Marks the thread inside a call on d; then the caller checks d's closed flag. */
-    void enter(Device d, boolean blocks) {
+    /**
+     * Marks the thread inside a call on d; then the caller checks d's
+     * closed flag. dead is Device.deadAtStart's count for a wildcard call
+     * a death fails, else -1.
+     */
+    void enter(Device d, boolean blocks, int dead) {
         blocking = blocks;
+        deadAtStart = dead;
         inside = d;
     }
 
@@ -108,8 +114,9 @@ final class Caller {
     }
 
     /**
-     * Wakes the devices that interrupted threads are blocked on, and
-     * forgets the threads that have ended (their scratch back to the pool).
+     * Wakes the devices that interrupted threads are blocked on, or threads
+     * in a wildcard call that a death since it began fails, and forgets the
+     * threads that have ended (their scratch back to the pool).
      */
     static void wakeInterrupted() {
         for (Caller c : ALL) {
@@ -118,7 +125,8 @@ final class Caller {
             if (t == null || !t.isAlive()) {
                 if (d == null && ALL.remove(c))
                     Pool.give(c.scratch, c.scratchBytes);
-            } else if (d != null && c.blocking && t.isInterrupted()) {
+            } else if (d != null && c.blocking
+                       && (t.isInterrupted() || d.diedSince(c.deadAtStart))) {
                 d.wakeupQuietly();
             }
         }

@@ -93,6 +93,11 @@ public final class Config {
         return this;
     }
 
+    /** The flags the device start() makes has: these, or the environment's. */
+    int deviceFlags() {
+        return (set & FLAGS) != 0 ? flags : Native.envFlags();
+    }
+
     /** xdev_init with this configuration: the device's address, or an error code. */
     long start() {
         if (badOption)

@@ -37,30 +37,33 @@ public final class Device implements AutoCloseable {
     final long handle;
     final RequestTable requests = new RequestTable();
     private final int rank, size;
+    private final boolean wildcardFails;
     private final Object lifecycle = new Object();
     private volatile boolean closed;
 
-    private Device(long handle) {
+    private Device(long handle, int flags) {
         this.handle = handle;
         this.rank = Native.rank(handle);
         this.size = Native.size(handle);
+        this.wildcardFails = (flags & Config.WILDCARD_FAILS) != 0;
         InterruptWatch.deviceOpened();
     }
 
     /** Starts a device from the environment the launcher (xdevrun) sets. */
     public static Device init() {
-        return open(Native.init(false, 0, 0, 0, null, null, null, 0, 0, 0, 0, 0, null));
+        return open(Native.init(false, 0, 0, 0, null, null, null, 0, 0, 0, 0, 0, null),
+                    Native.envFlags());
     }
 
     /** Starts a device from the environment, overridden by what config sets. */
     public static Device init(Config config) {
-        return open(config.start());
+        return open(config.start(), config.deviceFlags());
     }
 
-    private static Device open(long handle) {
+    private static Device open(long handle, int flags) {
         if (handle < 0)
             throw XdevException.of((int) handle, null);
-        return new Device(handle);
+        return new Device(handle, flags);
     }
 
     /* Kept from init, but a closed device has no rank: as every call, they throw. */
@@ -105,11 +108,13 @@ public final class Device implements AutoCloseable {
         if (!buf.isDirect())
             return recv(backing(buf), backingOffset(buf), buf.remaining(), src, tag, ctx, into);
         writable(buf);
+        int dead = deadAtStart(src);
         int rc;
         do {
-            Caller c = enter(true);
+            Caller c = enter(true, dead);
             try {
-                rc = Native.recv(handle, buf, buf.position(), length(buf), src, tag, ctx, c.statusAddr);
+                rc = unlessDied(Native.recv(handle, buf, buf.position(), length(buf), src, tag, ctx,
+                        c.statusAddr), dead, tag, ctx, c);
                 c.readStatus(into);
             } finally {
                 c.leave();
@@ -127,12 +132,13 @@ public final class Device implements AutoCloseable {
     public Status recv(Object array, int offset, int count, int src, int tag, int ctx, Status into) {
         Objects.requireNonNull(into, "into");
         ArrayKind k = ArrayKind.of(array, offset, count);
+        int dead = deadAtStart(src);
         int rc;
         do {
-            Caller c = enter(true);
+            Caller c = enter(true, dead);
             try {
-                rc = Native.recvArray(handle, array, k.ordinal(), offset, count,
-                        c.scratch(k.bytes(count)), src, tag, ctx, c.statusAddr);
+                rc = unlessDied(Native.recvArray(handle, array, k.ordinal(), offset, count,
+                        c.scratch(k.bytes(count)), src, tag, ctx, c.statusAddr), dead, tag, ctx, c);
                 c.readStatus(into);
             } finally {
                 c.releaseScratch();
@@ -201,6 +207,41 @@ public final class Device implements AutoCloseable {
             }
         } while (rc == XdevException.WOKEN);
         XdevException.check(rc, null);
+    }
+
+    /*
+     * With Config.WILDCARD_FAILS a death fails the blocking receives and
+     * probes from ANY_SOURCE under way. After WOKEN (a wakeup meant for
+     * another thread) this binding calls again, a new call in C that a
+     * death another thread noticed in between would not fail. So such a
+     * call counts the dead peers as it begins (-1: not such a call); a
+     * retry that finds the count moved fails as the first call would have,
+     * and InterruptWatch wakes a call that began waiting after the move.
+     */
+    private int deadAtStart(int src) {
+        if (src != ANY_SOURCE || !wildcardFails)
+            return -1;
+        Caller c = enter(false);
+        try {
+            return XdevException.check(Native.peersDead(handle), null);
+        } finally {
+            c.leave();
+        }
+    }
+
+    /* For InterruptWatch: has a peer died since a call counted dead? */
+    boolean diedSince(int dead) {
+        if (dead < 0)
+            return false;
+        synchronized (lifecycle) {
+            return !closed && Native.peersDead(handle) != dead;
+        }
+    }
+
+    private int unlessDied(int rc, int dead, int tag, int ctx, Caller c) {
+        if (rc != XdevException.WOKEN || dead < 0)
+            return rc;
+        return Native.diedSince(handle, dead, tag, ctx, c.statusAddr);
     }
 
     /* ---- nonblocking point-to-point ---- */
@@ -305,11 +346,13 @@ public final class Device implements AutoCloseable {
     /** Blocks until a message matching (src, tag, ctx) is waiting; its status. */
     public Status probe(int src, int tag, int ctx) {
         Status st = new Status();
+        int dead = deadAtStart(src);
         int rc;
         do {
-            Caller c = enter(true);
+            Caller c = enter(true, dead);
             try {
-                rc = Native.probe(handle, src, tag, ctx, c.statusAddr);
+                rc = unlessDied(Native.probe(handle, src, tag, ctx, c.statusAddr),
+                        dead, tag, ctx, c);
                 c.readStatus(st);
             } finally {
                 c.leave();
@@ -327,11 +370,13 @@ public final class Device implements AutoCloseable {
 
     private Message mprobe(int src, int tag, int ctx, boolean block) {
         Message m = new Message(this);
+        int dead = block ? deadAtStart(src) : -1;
         int rc;
         do {
-            Caller c = enter(block);
+            Caller c = enter(block, dead);
             try {
-                rc = Native.mprobe(handle, src, tag, ctx, block, m.words, c.statusAddr);
+                rc = unlessDied(Native.mprobe(handle, src, tag, ctx, block, m.words, c.statusAddr),
+                        dead, tag, ctx, c);
                 c.readStatus(m.status);
             } finally {
                 c.leave();
@@ -513,8 +558,12 @@ public final class Device implements AutoCloseable {
      * been interrupted.
      */
     Caller enter(boolean blocks) {
+        return enter(blocks, -1);
+    }
+
+    private Caller enter(boolean blocks, int dead) {
         Caller c = Caller.current();
-        c.enter(this, blocks);
+        c.enter(this, blocks, dead);
         if (closed) {
             c.leave();
             throw new IllegalStateException("the xdev device is closed");

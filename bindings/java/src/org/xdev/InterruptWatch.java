@@ -14,9 +14,10 @@ package org.xdev;
  * {@link XdevInterruptedException}; the other threads blocked on that
  * device go back to waiting. A wakeup that comes before the blocked call
  * began to wait (and so is lost) is repeated at the next tick, which a
- * hook fired once by interrupt() could not do. Blocking calls pay two
+ * hook fired once by interrupt() could not do. Blocking calls pay three
  * field writes for this; an idle device, a wakeup of this thread every
- * tick.
+ * tick. It also wakes a device where a thread waits in a wildcard call
+ * that a death since the call began fails (see Device.deadAtStart).
  */
 final class InterruptWatch implements Runnable {
     static final int TICK_MS = 20;

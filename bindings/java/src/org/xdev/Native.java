@@ -38,6 +38,9 @@ final class Native {
     static native int wakeup(long dev);
     static native int peerState(long dev, int rank);
     static native int stats(long dev, long[] counters, String[] names);
+    static native int envFlags();
+    static native int peersDead(long dev);
+    static native int diedSince(long dev, int dead, int tag, int ctx, long status);
     static native int requestSize();
     static native int statusSize();
     static native long allocate(long bytes, boolean zeroed);
