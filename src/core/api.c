@@ -291,19 +291,14 @@ int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t 
     return XDEV_OK;
 }
 
-void probe_begin(xdev_t *d, struct probe_args *a)
-{
-    a->any_death = a->src == XDEV_ANY_SOURCE && (d->flags & XDEV_FLAG_WILDCARD_FAILS);
-    a->deaths = d->deaths;
-}
-
 bool probe_done(xdev_t *d, void *arg)
 {
     struct probe_args *a = arg;
     if (proto_probe(d, a->src, a->tag, a->ctx))
         return true;
     return a->src != XDEV_ANY_SOURCE ? d->peers[a->src].dead
-                                     : a->any_death && d->deaths != a->deaths;
+                                     : (d->flags & XDEV_FLAG_WILDCARD_FAILS) &&
+                                           d->deaths != a->deaths;
 }
 
 int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
@@ -313,7 +308,7 @@ int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
     struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
-    probe_begin(d, &a);
+    a.deaths = d->deaths;
     int rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e) {

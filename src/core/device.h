@@ -422,13 +422,11 @@ int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_
               unsigned flags, unsigned niov);
 struct probe_args {
     int src, tag, ctx;
-    bool any_death;   /* a wildcard probe that any death fails */
-    unsigned deaths;  /* d->deaths when it began */
+    unsigned deaths;  /* d->deaths when it began (read under the lock) */
 };
-/* A blocking probe begins (lock held): what of a death ends it. */
-void probe_begin(xdev_t *d, struct probe_args *a);
 /* progress_until's test for a blocking probe: something matches, the
- * named source is dead, or (any_death) some peer died. */
+ * named source is dead, or (a wildcard under XDEV_FLAG_WILDCARD_FAILS)
+ * some peer died. */
 bool probe_done(xdev_t *d, void *arg);
 /* A blocking probe that found nothing ended by a death: its status and
  * result. A named source's is {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER}

@@ -60,7 +60,7 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
     struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
-    probe_begin(d, &a);
+    a.deaths = d->deaths;
     int rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
     if (e)
