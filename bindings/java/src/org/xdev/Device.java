@@ -37,6 +37,9 @@ public final class Device implements AutoCloseable {
     final long handle;
     final RequestTable requests = new RequestTable();
     private final int rank, size;
+    /* WILDCARD_FAILS without SINGLE_THREAD: one thread alone cannot miss
+     * a death between its calls (see deadAtStart), and the watcher must
+     * not read a device that only its owner may call. */
     private final boolean wildcardFails;
     private final Object lifecycle = new Object();
     private volatile boolean closed;
@@ -45,7 +48,8 @@ public final class Device implements AutoCloseable {
         this.handle = handle;
         this.rank = Native.rank(handle);
         this.size = Native.size(handle);
-        this.wildcardFails = (flags & Config.WILDCARD_FAILS) != 0;
+        this.wildcardFails = (flags & (Config.WILDCARD_FAILS | Config.SINGLE_THREAD))
+                == Config.WILDCARD_FAILS;
         InterruptWatch.deviceOpened();
     }
 
