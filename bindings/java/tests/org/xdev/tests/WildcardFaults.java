@@ -75,7 +75,7 @@ public final class WildcardFaults {
             outcomes.add(outcome);
         }
         begun.await();
-        Thread.sleep(50);
+        Thread.sleep(200); /* each has counted the dead and is in its call */
         dev.send(new byte[1], 0, 1, VICTIM, READY, 0);
         Thread noticer = new Thread(() -> {
             while (dev.peerState(VICTIM) != PeerState.DEAD) {
