@@ -5,7 +5,7 @@ import static org.xdev.tests.Check.that;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.xdev.Device;
@@ -17,8 +17,9 @@ import org.xdev.XdevException;
 
 /**
  * Run with 3 ranks and XDEV_WILDCARD_FAILS=1. Rank 2 dies (halt: no
- * finalize) while three threads of each survivor wait from ANY_SOURCE for
- * a tag nobody sends, in probe, mprobe and recv. Each must fail with
+ * finalize) while twelve threads of each survivor wait from ANY_SOURCE
+ * for a tag nobody sends, four each in probe, mprobe and recv. Each must
+ * fail with
  * PeerFailedException (PEER_PENDING, its status as called), also when
  * the death was noticed by another thread's call while wakeup() had sent
  * it back round the binding's retry: the main thread keeps waking them
@@ -30,6 +31,7 @@ public final class WildcardFaults {
     private static final int READY = 71;
     private static final int LIVE = 72;
     private static final int WAITERS = 12; /* of each kind in turn */
+    private static final Set<String> WAIT_NATIVES = Set.of("probe", "mprobe", "recvArray");
 
     public static void main(String[] args) throws Exception {
         Device dev = Device.init();
@@ -46,6 +48,15 @@ public final class WildcardFaults {
         dev.close();
     }
 
+    /* A frame of the wait's own native shows it under way, its dead counted. */
+    private static boolean inXdev(Thread t) {
+        for (StackTraceElement f : t.getStackTrace())
+            if (f.getClassName().equals("org.xdev.Native")
+                    && WAIT_NATIVES.contains(f.getMethodName()))
+                return true;
+        return false;
+    }
+
     private interface Wait {
         void run() throws Exception;
     }
@@ -56,14 +67,12 @@ public final class WildcardFaults {
             () -> dev.mprobe(Device.ANY_SOURCE, NEVER, 0),
             () -> dev.recv(new byte[1], 0, 1, Device.ANY_SOURCE, NEVER, 0),
         };
-        CountDownLatch begun = new CountDownLatch(WAITERS);
         List<Thread> threads = new ArrayList<>();
         List<AtomicReference<Throwable>> outcomes = new ArrayList<>();
         for (int i = 0; i < WAITERS; i++) {
             Wait w = waits[i % waits.length];
             AtomicReference<Throwable> outcome = new AtomicReference<>();
             Thread t = new Thread(() -> {
-                begun.countDown();
                 try {
                     w.run();
                 } catch (Throwable e) {
@@ -74,17 +83,15 @@ public final class WildcardFaults {
             threads.add(t);
             outcomes.add(outcome);
         }
-        begun.await();
-        Thread.sleep(200); /* each has counted the dead and is in its call */
+        /* A waiter that counted the dead only after the death would rightly
+         * wait for ever: the victim dies once every one is in xdev. */
+        for (Thread t : threads)
+            while (!inXdev(t))
+                Thread.sleep(1);
         dev.send(new byte[1], 0, 1, VICTIM, READY, 0);
         Thread noticer = new Thread(() -> {
-            while (dev.peerState(VICTIM) != PeerState.DEAD) {
-                try {
-                    dev.iprobe(VICTIM, NEVER, 0);
-                } catch (PeerFailedException e) {
-                    /* the death, noticed here */
-                }
-            }
+            while (dev.peerState(VICTIM) != PeerState.DEAD)
+                dev.iprobe(VICTIM, NEVER, 0); /* its progress notices the death */
         });
         noticer.start();
         while (noticer.isAlive())
