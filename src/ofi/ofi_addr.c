@@ -102,6 +102,15 @@ static bool provider_had_time(const xdev_tp_t *tp, ofi_peer_t *p, uint64_t now)
     return now >= p->failed_ms + (uint64_t)tp->peer_timeout_ms;
 }
 
+/* A provider may complete a send after the receiver has taken it whole
+ * and said goodbye (libfabric's shm, for a large one), and leaving would
+ * fail it with the peer. So our sends get a peer timeout from the
+ * goodbye (its last frame) to complete before it has left. */
+static bool bye_awaits_sends(const xdev_tp_t *tp, const ofi_peer_t *p, uint64_t now)
+{
+    return p->inflight && now < p->last_heard_ms + (uint64_t)tp->peer_timeout_ms;
+}
+
 void ofi_timers(xdev_tp_t *tp, uint64_t now)
 {
     for (int r = 0; r < tp->size; r++) {
@@ -140,7 +149,7 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
             continue;
         }
         if (p->bye_rx) { /* it said goodbye: it left once all it sent is in */
-            if (!p->backlog_head && p->in.state == XDEV_RXMSG_IDLE)
+            if (!p->backlog_head && p->in.state == XDEV_RXMSG_IDLE && !bye_awaits_sends(tp, p, now))
                 ofi_peer_left(tp, p);
             continue;
         }

@@ -206,13 +206,15 @@ static void check_buffers(const xdev_tp_t *tp, const ofi_peer_t *p)
  * loses a frame: their sender fails once they have waited a peer timeout,
  * timed from no earlier than they arrived (`start_ms`), and not a
  * millisecond sooner. A sender whose goodbye came and all of whose frames
- * before it are in has left, at the first look. Nothing else the timers
+ * before it are in has left, at the first look (we send it nothing here,
+ * so no send of ours waits to complete). Nothing else the timers
  * look at can fail the peer here (no pidfd, and no send context for a
  * ping). */
 static void check_gap_timer(xdev_tp_t *tp, ofi_peer_t *p, fuzz_core_t *fc, uint64_t start_ms)
 {
     bool was_failed = p->failed, gap = !p->failed && p->nearly;
-    bool left = !p->failed && p->bye_rx && !p->backlog_head && p->in.state == XDEV_RXMSG_IDLE;
+    bool left = !p->failed && p->bye_rx && !p->backlog_head && p->in.state == XDEV_RXMSG_IDLE &&
+                !p->inflight;
     FUZZ_CHECK(!gap || p->gap_ms >= start_ms);
     uint64_t due = p->gap_ms + (uint64_t)tp->peer_timeout_ms;
     ofi_timers(tp, due - 1);
