@@ -15,6 +15,7 @@
 #   flood-progress     ... with a progress thread
 #   finalize-active    fault_finalize_active active / clean
 #   finalize-clean
+#   finalize-sends     test/fault fault_finalize_sends, five jobs of 4 ranks
 #   gone-early         test/fault fault_gone_early (a rank gone before init)
 #   exit-backlog       test/fault fault_exit_backlog at 8 ranks with
 #                      XDEV_IBV_RX_BUFS=1024: 336 completions of ranks that
@@ -94,6 +95,9 @@ while read -r t; do
                 "$B/test/fault/fault_finalize_active" active ;;
         finalize-clean)
             run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_finalize_active" clean ;;
+        finalize-sends)
+            run "$t" 150 bash "$SRC/test/fault/run_jobs.sh" 5 "$XDEVRUN" --timeout 25 -n 4 \
+                "$B/test/fault/fault_finalize_sends" ;;
         gone-early)
             XDEV_PEER_TIMEOUT_MS=2000 run "$t" 150 "$XDEVRUN" --timeout 140 -n 3 \
                 "$B/test/fault/fault_gone_early" ;;
