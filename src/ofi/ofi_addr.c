@@ -103,9 +103,9 @@ static bool provider_had_time(const xdev_tp_t *tp, ofi_peer_t *p, uint64_t now)
 }
 
 /* A provider may complete a send after the receiver has taken it whole
- * and said goodbye (libfabric's shm, for a large one), and leaving would
- * fail it with the peer. So our sends get a peer timeout from the
- * goodbye (its last frame) to complete before it has left. */
+ * and said goodbye (libfabric's shm does), and leaving would fail it with
+ * the peer. So our sends get a peer timeout from the goodbye (its last
+ * frame) to complete before it has left. */
 static bool bye_awaits_sends(const xdev_tp_t *tp, const ofi_peer_t *p, uint64_t now)
 {
     return p->inflight && now < p->last_heard_ms + (uint64_t)tp->peer_timeout_ms;

@@ -14,7 +14,6 @@
  * took the goodbye as the peer's leaving at once and failed those sends
  * with XDEV_ERR_PEER (3 or more ranks).
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "fault_util.h"
@@ -22,7 +21,7 @@
 
 #define CTX 11
 #define COUNT 12
-#define MAX_SIZE 70000 /* across ofi's and tcp's eager limits (64 KiB) */
+#define MAX_SIZE 70000 /* across the default eager limit (64 KiB) */
 
 static size_t size_of(int i)
 {
