@@ -54,20 +54,24 @@
  *
  * Failures. A collective that fails on one rank (a dead peer, mismatched
  * sizes, no memory) must not leave the others waiting for it. The failing
- * rank sends a zero-byte failure notice (tag 0x7fffffff on the group's
- * context) to every other member, and each member keeps a receive for that
- * notice posted while the group exists; waiting inside a collective watches
- * it beside the collective's own requests. So every rank whose result
- * depends, directly or through others, on the failed or dead rank returns
- * XDEV_ERR_PEER instead of hanging; in barrier, allgather(v), alltoall(v),
- * allreduce and reduce_scatter that is every member, except one that the
- * dead rank's data had already reached (through a completed exchange)
- * before it died: its result is complete and correct, and it may return
- * XDEV_OK, as may a member whose part never needed the dead rank (a
- * broadcast outside the dead rank's subtree). Such a member learns of the
- * failure in its next collective that receives a notice or needs the dead
- * rank. After a collective has failed the group
- * is broken: every later collective on it returns the same error at once,
+ * rank sends a failure notice (tag 0x7fffffff on the group's context; 4
+ * bytes, little-endian: the failed call's number, counting from 1 the
+ * group's collectives that took place) to every other member, and each
+ * member keeps a receive for that notice posted while the group exists;
+ * waiting inside a collective watches it beside the collective's own
+ * requests. A notice fails the call it names: a member still inside an
+ * earlier call, which the failing rank has finished, completes that one as
+ * if no notice had come, and fails the named call as it begins. So every
+ * rank whose result depends, directly or through others, on the failed or
+ * dead rank returns XDEV_ERR_PEER instead of hanging; in barrier,
+ * allgather(v), alltoall(v), allreduce and reduce_scatter that is every
+ * member, except one that the dead rank's data had already reached (through
+ * a completed exchange) before it died: its result is complete and correct,
+ * and it may return XDEV_OK, as may a member whose part never needed the
+ * dead rank (a broadcast outside the dead rank's subtree). Such a member
+ * learns of the failure in its next collective that receives a notice or
+ * needs the dead rank. After a collective has failed the group is broken:
+ * every later collective on it returns the same error at once,
  * and the only thing left to do is xdev_coll_group_free. Notices may still
  * arrive on its context afterwards, so that context is not to be given to
  * a new group. Requests the failed collective had posted may still read

@@ -64,6 +64,10 @@ struct xdev_coll_group {
     xdev_request_t watch; /* the failure-notice receive (size > 1) */
     int watch_done;
     int watch_due;      /* the running call has not looked at it yet */
+    uint32_t calls;     /* collectives begun, the running one included */
+    uint32_t failed_call; /* the earliest later call a notice named ... */
+    int failed_ahead;     /* ... if one did (see watch_fired) */
+    unsigned char notice[4]; /* the number a notice carries */
     /* The running collective's requests; never moved while active. */
     xdev_request_t *reqs;
     struct coll_expect {

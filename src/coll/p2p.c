@@ -42,10 +42,29 @@ void coll_bury(void *block)
 
 const char xdev_coll_request_mark;
 
+/* A notice carries the number of the collective that failed at its sender
+ * (g->calls there), 4 bytes little-endian: members count the same calls. */
+static void put_call(unsigned char *b, uint32_t call)
+{
+    for (int i = 0; i < 4; i++) b[i] = (unsigned char)(call >> (8 * i));
+}
+
+static uint32_t get_call(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/* Call a comes after call b (the count may wrap). */
+static bool after(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) > 0;
+}
+
 int coll_post_watch(xdev_coll_group_t *g)
 {
     g->watch.user = XDEV_COLL_REQUEST;
-    int rc = xdev_irecv(g->dev, NULL, 0, XDEV_ANY_SOURCE, XDEV_COLL_NOTICE_TAG, g->ctx, &g->watch);
+    int rc = xdev_irecv(g->dev, g->notice, sizeof g->notice, XDEV_ANY_SOURCE,
+                        XDEV_COLL_NOTICE_TAG, g->ctx, &g->watch);
     g->watch_done = rc != XDEV_OK;
     return rc;
 }
@@ -60,6 +79,18 @@ static int watch_fired(xdev_coll_group_t *g)
      * notice; the collectives' own receives name their sources and fail
      * by themselves where that rank mattered. */
     if (st.error == XDEV_ERR_PEER_PENDING && coll_post_watch(g) == XDEV_OK) return 0;
+    /* A notice of a call this member has not begun: its sender finished
+     * the running one, so owes nothing there, and failing it would leave
+     * the members disagreeing on which call failed. The named call fails
+     * as it begins (coll_begin); the watch goes on for notices of this one. */
+    if (st.error == XDEV_OK && st.count == sizeof g->notice) {
+        uint32_t call = get_call(g->notice);
+        if (after(call, g->calls)) {
+            if (!g->failed_ahead || after(g->failed_call, call)) g->failed_call = call;
+            g->failed_ahead = 1;
+            if (coll_post_watch(g) == XDEV_OK) return 0;
+        }
+    }
     g->watch_done = 1;
     return 1;
 }
@@ -78,6 +109,10 @@ int coll_mismatch(xdev_coll_group_t *g)
 int coll_begin(xdev_coll_group_t *g)
 {
     if (g->broken) return g->broken;
+    g->calls++;
+    /* A member failed this call: it will not take its part (and has told
+     * everyone, so this member tells nobody). */
+    if (g->failed_ahead && !after(g->failed_call, g->calls)) return g->broken = XDEV_ERR_PEER;
     g->nreq = 0;
     g->watch_due = 1;
     return XDEV_OK;
@@ -87,12 +122,16 @@ int coll_begin(xdev_coll_group_t *g)
  * waits for a message this rank will never send. */
 static void send_notices(xdev_coll_group_t *g)
 {
-    xdev_request_t *reqs = calloc((size_t)g->size, sizeof *reqs);
+    /* the requests, then the number they send */
+    xdev_request_t *reqs = calloc(1, (size_t)g->size * sizeof *reqs + sizeof g->notice);
     if (!reqs) return;
+    unsigned char *call = (unsigned char *)(reqs + g->size);
+    put_call(call, g->calls);
     for (int i = 0; i < g->size; i++)
         if (i != g->rank) {
             reqs[i].user = XDEV_COLL_REQUEST;
-            xdev_isend(g->dev, NULL, 0, g->ranks[i], XDEV_COLL_NOTICE_TAG, g->ctx, &reqs[i]);
+            xdev_isend(g->dev, call, sizeof g->notice, g->ranks[i], XDEV_COLL_NOTICE_TAG, g->ctx,
+                       &reqs[i]);
         }
     /* Sends to dead or unreachable members may take the peer timeout to
      * fail; nobody waits for them. */
@@ -153,9 +192,10 @@ int coll_irecv_tagged(xdev_coll_group_t *g, void *buf, size_t len, int peer, int
 /* What a completed receive's status says of the collective. */
 static int received(const struct coll_expect *e, const xdev_status_t *st)
 {
+    /* a notice (longer than a short block: no truncation to report) */
+    if (e->tag >= 0 && st->tag == XDEV_COLL_NOTICE_TAG) return XDEV_ERR_PEER;
     if (st->error) return st->error;
-    if (e->tag >= 0 && st->tag != e->tag) /* a notice, or a member out of step */
-        return st->tag == XDEV_COLL_NOTICE_TAG ? XDEV_ERR_PEER : XDEV_ERR_TRUNCATE;
+    if (e->tag >= 0 && st->tag != e->tag) return XDEV_ERR_TRUNCATE; /* a member out of step */
     return st->count == e->bytes ? XDEV_OK : XDEV_ERR_TRUNCATE;
 }
 

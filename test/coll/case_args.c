@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -162,11 +163,10 @@ static void own_count_mismatch(size_t *c, uint8_t *in, uint8_t *out)
  * member must fail: none may return XDEV_OK with blocks taken from the
  * wrong places. Four rounds, as a member could once finish before the
  * failure reached it in some runs and not others. */
-static void layout_mismatch(void)
+static void layout_mismatch(int32_t *in, int32_t *out)
 {
     int p = t_size, odd = p - 1;
     size_t count = 4 * (size_t)p + 1, *rcounts = t_malloc(sizeof(size_t) * (size_t)p);
-    int32_t *in = t_malloc(sizeof(int32_t) * count), *out = t_malloc(sizeof(int32_t) * count);
     for (size_t i = 0; i < count; i++) in[i] = (int32_t)i + 1;
     xdev_coll_op_t sum = {XDEV_COLL_INT32, XDEV_COLL_SUM, NULL, 0, NULL};
     static const char *const vars[] = {"XDEV_COLL_REDUCE_SCATTER", "XDEV_COLL_ALLREDUCE"};
@@ -187,16 +187,57 @@ static void layout_mismatch(void)
     }
     only_library_requests_peeked();
     free(rcounts);
-    free(in);
-    free(out);
+}
+
+/* A notice names the call that failed. Member 0 finishes a gather (a
+ * sender) and then fails a scatterv it roots (its own count off by one)
+ * while a late member has not entered the gather: in round 0 the gather's
+ * root, which has the notice before it posts; in round 1 (3 members or
+ * more) another member, whose block the root waits for as the notice
+ * comes. The gather must complete whole everywhere, and the scatterv fail
+ * everywhere: members failing the gather for a notice of the scatterv
+ * would disagree with member 0 about which call failed. */
+static void notice_of_later_call(uint8_t *out)
+{
+    int p = t_size, r = t_rank;
+    size_t *c = t_malloc(2 * sizeof(size_t) * (size_t)p), *d = c + p;
+    uint8_t blk[8], *all = t_malloc(8 * (size_t)p), *sb = t_malloc(8 * (size_t)p);
+    for (int i = 0; i < p; i++) {
+        c[i] = 8;
+        d[i] = 8 * (size_t)i;
+    }
+    memset(sb, 's', 8 * (size_t)p);
+    for (int round = 0; round < (p > 2 ? 2 : 1); round++) {
+        int root = round ? 1 : p - 1, late = p - 1;
+        t_phase("a notice of a later call, round %d", round);
+        xdev_coll_group_t *g = NULL;
+        CHECK_RC(xdev_coll_group_create(t_dev, NULL, p, t_next_ctx(), &g));
+        t_fill(blk, 8, 90 + (uint64_t)round, r);
+        if (r == late) usleep(300 * 1000);
+        int rc = xdev_coll_gather(g, blk, 8, all, root);
+        CHECK(rc == XDEV_OK, "gather before the call member 0 fails: %d (%s), want OK", rc,
+              xdev_strerror(rc));
+        for (int q = 0; q < p && r == root; q++)
+            CHECK_DATA(all + 8 * (size_t)q, 8, 90 + (uint64_t)round, q, "member %d's block", q);
+        rc = xdev_coll_scatterv(g, sb, c, d, out, r == 0 ? 9 : 8, 0);
+        CHECK(rc == (r == 0 ? XDEV_ERR_TRUNCATE : XDEV_ERR_PEER),
+              "scatterv whose root's own count is off: %d (%s)", rc, xdev_strerror(rc));
+        CHECK_RC(xdev_coll_group_free(g));
+    }
+    free(c);
+    free(all);
+    free(sb);
 }
 
 int case_mismatch(void)
 {
-    size_t p = (size_t)t_size, *c = t_malloc(4 * sizeof(size_t) * p);
-    uint8_t *in = t_malloc(4 * p + 8), *out = t_malloc(4 * p + 8);
+    /* Requests of a failed collective may write into its buffers until
+     * xdev_finalize: every case's buffers live until then. */
+    size_t p = (size_t)t_size, *c = t_malloc(4 * sizeof(size_t) * p), n = 16 * p + 2049;
+    uint8_t *in = t_malloc(n), *out = t_malloc(n);
     if (p > 1) own_count_mismatch(c, in, out);
-    if (p > 1) layout_mismatch();
+    if (p > 1) layout_mismatch((int32_t *)in, (int32_t *)out);
+    if (p > 1) notice_of_later_call(out);
     /* The failed collectives' requests are abandoned at finalize. */
     t_phase("xdev_finalize");
     int rc = xdev_finalize(t_dev);
