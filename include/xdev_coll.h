@@ -25,14 +25,20 @@
  *  - Every member of a group calls the same collectives in the same order
  *    with matching sizes and the same root, as in MPI. Sizes that do not
  *    match fail the collective with XDEV_ERR_TRUNCATE on the rank that
- *    noticed it, and the failure spreads as below; that includes a rank's
- *    own count in a v-variant that differs from its own buffer's size (the
- *    root's counts[root] against len in gatherv and scatterv, counts[rank]
- *    in allgatherv, scounts[rank] against rcounts[rank] in alltoallv). So
- *    do counts that differ only in where blocks lie, each message keeping
- *    its size (reduce_scatter's rcounts, or a reduction's count, in the
- *    ring algorithm): every member fails, none returns XDEV_OK with a sum
- *    of blocks taken from different places.
+ *    noticed it, and the failure spreads as below, as long as the members
+ *    run the same algorithm. Each member picks it from its own sizes (see
+ *    "Algorithms are picked" below), so sizes on two sides of a threshold
+ *    can set members on different algorithms whose messages never meet:
+ *    nobody notices, and they wait for each other for ever, as an MPI does
+ *    with such a program (a debugging run can force each family's algorithm
+ *    with XDEV_COLL_* to take the thresholds away). Mismatches noticed
+ *    include a rank's own count in a v-variant that differs from its own
+ *    buffer's size (the root's counts[root] against len in gatherv and
+ *    scatterv, counts[rank] in allgatherv, scounts[rank] against
+ *    rcounts[rank] in alltoallv). So do counts that differ only in where
+ *    blocks lie, each message keeping its size (reduce_scatter's rcounts,
+ *    or a reduction's count, in the ring algorithm): every member fails,
+ *    none returns XDEV_OK with a sum of blocks taken from different places.
  *  - Roots and ranks in arguments are group ranks (0 .. group size - 1).
  *  - A group is used by one thread at a time; different groups may be used
  *    from different threads of a device made for multi-threaded use.

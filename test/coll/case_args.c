@@ -189,6 +189,26 @@ static void layout_mismatch(int32_t *in, int32_t *out)
     free(rcounts);
 }
 
+/* Sizes on both sides of the allreduce direct threshold (2K), with each of
+ * the two algorithms forced: every member runs the same one, so the sizes
+ * meet and every member fails (chosen per member, they would not meet). */
+static void forced_across_threshold(uint8_t *in, uint8_t *out)
+{
+    int p = t_size;
+    memset(in, 1, 2049);
+    xdev_coll_op_t sum = {XDEV_COLL_UINT8, XDEV_COLL_SUM, NULL, 0, NULL};
+    static const char *const algs[] = {"direct", "recursive_doubling"};
+    for (int k = 0; k < 2; k++) {
+        t_phase("allreduce=%s, 2048 and 2049 bytes", algs[k]);
+        xdev_coll_group_t *g = t_world("XDEV_COLL_ALLREDUCE", algs[k]);
+        int rc = xdev_coll_allreduce(g, in, out, t_rank == p - 1 ? 2049 : 2048, &sum);
+        CHECK(rc == XDEV_ERR_TRUNCATE || rc == XDEV_ERR_PEER,
+              "allreduce=%s with the last member's count one longer: %d (%s), want an error",
+              algs[k], rc, xdev_strerror(rc));
+        CHECK_RC(xdev_coll_group_free(g));
+    }
+}
+
 /* A notice names the call that failed. Member 0 finishes a gather (a
  * sender) and then fails a scatterv it roots (its own count off by one)
  * while a late member has not entered the gather: in round 0 the gather's
@@ -237,6 +257,7 @@ int case_mismatch(void)
     uint8_t *in = t_malloc(n), *out = t_malloc(n);
     if (p > 1) own_count_mismatch(c, in, out);
     if (p > 1) layout_mismatch((int32_t *)in, (int32_t *)out);
+    if (p > 1) forced_across_threshold(in, out);
     if (p > 1) notice_of_later_call(out);
     /* The failed collectives' requests are abandoned at finalize. */
     t_phase("xdev_finalize");
