@@ -278,10 +278,11 @@ XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
  * XDEV_BOOT_DIR not) and with no peer table in cfg, rank, size, job
  * secret and job id come from PMIx, whatever cfg says of them, and the
  * call is collective: it returns once every rank of the job has reached
- * it (two PMIx fences; README, Launching). Unless ibv is open, it then
- * drops its own hold on PMIx (PMIx_Finalize; a caller's own PMIx_Init
- * still holds), so that Slurm takes this rank's later death for one
- * rank's, not the step's.
+ * it (two PMIx fences; README, Launching), or fails with XDEV_ERR_INIT
+ * when one has not within the peer timeout (it died first). Unless ibv
+ * is open, it then drops its own hold on PMIx (PMIx_Finalize; a caller's
+ * own PMIx_Init still holds), so that Slurm takes this rank's later death
+ * for one rank's, not the step's.
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
  * short, a struct_size this xdev cannot read: see xdev_config_t),
  * XDEV_ERR_INIT (no rank/size/bootstrap, no secret in a job of two ranks

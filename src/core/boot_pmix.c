@@ -48,6 +48,7 @@ struct boot_pmix {
      * NULL where that rank has none. */
     char **values;
     int size;
+    int fence_s; /* how long a fence waits for every rank: the peer timeout */
 };
 
 /* A value there, but not a string: its lookups fail. */
@@ -110,14 +111,19 @@ static int put(const char *key, const char *value)
     return rc == PMIX_SUCCESS && PMIx_Commit() == PMIX_SUCCESS ? XDEV_OK : XDEV_ERR_INIT;
 }
 
+/* A rank that dies inside PMIx fails the fence at once (PMIx says "partial
+ * success"), but under mpirun --enable-recovery one that died before its
+ * PMIx_Init would keep the others in it for ever: a rank that has not come
+ * within the peer timeout counts as dead, as it does to the secret's wait. */
 int boot_pmix_fence(boot_pmix_t *b)
 {
-    (void)b;
-    pmix_info_t info;
+    pmix_info_t info[2];
     bool yes = true;
-    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    pmix_status_t rc = PMIx_Fence(NULL, 0, &info, 1);
-    PMIX_INFO_DESTRUCT(&info);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &b->fence_s, PMIX_INT);
+    pmix_status_t rc = PMIx_Fence(NULL, 0, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
     return rc == PMIX_SUCCESS ? XDEV_OK : XDEV_ERR_INIT;
 }
 
@@ -214,6 +220,7 @@ int boot_pmix_open(xdev_config_t *c, boot_pmix_t **out)
         free(b);
         return XDEV_ERR_INIT;
     }
+    b->fence_s = c->peer_timeout_ms / 1000 + 1;
     pmix_value_t *v = NULL;
     int rc = get_value(b, -1, PMIX_JOB_SIZE, 0, &v) == 1 && v->type == PMIX_UINT32
                  ? XDEV_OK

@@ -6,7 +6,12 @@
  * rendezvous message with every other, data checked.
  *
  *   mpirun -np 4 pmix-check
+ *
+ * XDEV_CHECK_DIES_EARLY=R: rank R dies before its xdev_init, and the
+ * others' xdev_init must fail with XDEV_ERR_INIT within the peer timeout
+ * (a fence left waiting for R holds them for ever).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +24,27 @@ static unsigned char byte_of(int from, int to, size_t i)
     return (unsigned char)(from * 31 + to * 7 + i * 13 + (i >> 10));
 }
 
+static int dies_early(const char *victim)
+{
+    const char *me = getenv("PMIX_RANK");
+    if (me && atoi(me) == atoi(victim))
+        raise(SIGKILL);
+    xdev_t *dev;
+    int rc = xdev_init(NULL, &dev);
+    CHECK(rc == XDEV_ERR_INIT, "xdev_init with rank %s dead before its own: %d (%s)", victim,
+          rc, xdev_strerror(rc));
+    if (rc == XDEV_OK)
+        xdev_finalize(dev);
+    if (!failures)
+        printf("pmix-check: rank %s: xdev_init failed, rank %s dead before it: PASS\n", me, victim);
+    return failures ? 1 : 0;
+}
+
 int main(void)
 {
+    const char *victim = getenv("XDEV_CHECK_DIES_EARLY");
+    if (victim && *victim)
+        return dies_early(victim);
     xdev_t *dev;
     int rc = xdev_init(NULL, &dev);
     if (rc != XDEV_OK) {
