@@ -254,9 +254,11 @@ typedef struct xdev_request {
 /*
  * Fill *cfg from the XDEV_* environment variables, with defaults for what is
  * unset, and set cfg->struct_size. Returns XDEV_ERR_ARG for a NULL cfg and
- * XDEV_ERR_INIT if a variable is set but malformed (cfg is then left as the
- * defaults). A macro, so that the caller's own sizeof is what is passed;
- * a binding that cannot use it (ctypes, JNA, Panama) calls
+ * XDEV_ERR_INIT if a variable of these fields is set but malformed (cfg is
+ * then left as the defaults); a transport's variables (options) are read,
+ * and a malformed one fails xdev_init, when that transport opens. A
+ * macro, so that the caller's own sizeof is what is passed; a binding
+ * that cannot use it (ctypes, JNA, Panama) calls
  * xdev_config_init_size with the size of its own layout of the struct:
  * exactly that many bytes are written (past the fields this xdev knows,
  * zeros). XDEV_ERR_ARG, writing nothing, if size is smaller than the
