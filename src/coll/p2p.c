@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "coll.h"
+#include "../kit/le.h"
 
 #define WATCH_EVERY 16 /* idle polls between looks at the failure notice */
 #define CLOCK_EVERY 16 /* idle polls between clock reads, until it backs off */
@@ -43,18 +44,8 @@ void coll_bury(void *block)
 const char xdev_coll_request_mark;
 
 /* A notice carries the number of the collective that failed at its sender
- * (g->calls there), 4 bytes little-endian: members count the same calls. */
-static void put_call(unsigned char *b, uint32_t call)
-{
-    for (int i = 0; i < 4; i++) b[i] = (unsigned char)(call >> (8 * i));
-}
-
-static uint32_t get_call(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-/* Call a comes after call b (the count may wrap). */
+ * (g->calls there), 4 bytes little-endian: members count the same calls.
+ * Call a comes after call b (the count may wrap). */
 static bool after(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) > 0;
@@ -84,7 +75,7 @@ static int watch_fired(xdev_coll_group_t *g)
      * the members disagreeing on which call failed. The named call fails
      * as it begins (coll_begin); the watch goes on for notices of this one. */
     if (st.error == XDEV_OK && st.count == sizeof g->notice) {
-        uint32_t call = get_call(g->notice);
+        uint32_t call = xdev_get_le32(g->notice);
         if (after(call, g->calls)) {
             if (!g->failed_ahead || after(g->failed_call, call)) g->failed_call = call;
             g->failed_ahead = 1;
@@ -126,7 +117,7 @@ static void send_notices(xdev_coll_group_t *g)
     xdev_request_t *reqs = calloc(1, (size_t)g->size * sizeof *reqs + sizeof g->notice);
     if (!reqs) return;
     unsigned char *call = (unsigned char *)(reqs + g->size);
-    put_call(call, g->calls);
+    xdev_put_le32(call, g->calls);
     for (int i = 0; i < g->size; i++)
         if (i != g->rank) {
             reqs[i].user = XDEV_COLL_REQUEST;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../kit/le.h"
+
 #define XDEV_HDR_BYTES 20
 #define XDEV_MAX_FIELDS 6
 #define XDEV_HEAD_MAX (XDEV_HDR_BYTES + 8 * XDEV_MAX_FIELDS)
@@ -78,29 +80,5 @@ void xdev_wire_decode_fields(const uint8_t *in, const xdev_hdr_t *hdr,
  * whole head treats it as a broken record); -1 when the bytes cannot be
  * a head (an unknown type). */
 long xdev_wire_decode_head(const uint8_t *in, size_t have, xdev_head_t *h);
-
-static inline void xdev_put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static inline uint32_t xdev_get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline void xdev_put_le64(uint8_t *p, uint64_t v)
-{
-    xdev_put_le32(p, (uint32_t)v);
-    xdev_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint64_t xdev_get_le64(const uint8_t *p)
-{
-    return (uint64_t)xdev_get_le32(p) | (uint64_t)xdev_get_le32(p + 4) << 32;
-}
 
 #endif
