@@ -186,6 +186,7 @@ struct xdev_tp {
     bool local_only;      /* the provider reaches this host only */
     char pid_space[128];  /* ofi_addr.c */
     size_t inject_max;
+    size_t frame_max;     /* largest frame posted (ofi_fabric.c: frame_limit) */
     size_t rma_max;       /* largest RMA op: XDEV_TP_PASS_BYTES at most (ofi_rma_flush) */
     int rma_mode;         /* XDEV_RNDZ_SEND when there is no RMA */
     uint64_t next_key;    /* requested MR keys, without FI_MR_PROV_KEY */

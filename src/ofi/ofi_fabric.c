@@ -189,6 +189,23 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
     return rc == XDEV_OK ? fi_setname(&tp->ep->fid, name, strlen(name) + 1) : -FI_EINVAL;
 }
 
+/* libfabric's shm provider completes a send above its inject size only
+ * once the receiver has taken it, and it hands out send completions in the
+ * order the sends were posted. A send to a rank that died therefore holds
+ * back every later completion, to live ranks too (ofiwg/libfabric#9853,
+ * open), and survivors stalled after a kill. A frame it can inject is
+ * complete once posted, so over shm no frame is larger than that. The
+ * rendezvous' RMA reads need no answer: the provider copies them with CMA
+ * as they are posted. */
+static size_t frame_limit(const struct fi_info *fi)
+{
+    size_t inject = fi->tx_attr->inject_size;
+    if (core_is(fi->fabric_attr->prov_name, "shm") && inject > OFI_FIRST_HDR + XDEV_HEAD_MAX &&
+        inject < OFI_BUF_BYTES)
+        return inject;
+    return OFI_BUF_BYTES;
+}
+
 static int open_fabric(xdev_tp_t *tp, const char *job_id)
 {
     const char *prov = xdev_opt(tp->dev, "XDEV_OFI_PROVIDER");
@@ -215,6 +232,7 @@ static int open_fabric(xdev_tp_t *tp, const char *job_id)
     tp->local_only = core_is(fi->fabric_attr->prov_name, "shm") ||
                      ((fi->caps & FI_LOCAL_COMM) && !(fi->caps & FI_REMOTE_COMM));
     tp->inject_max = fi->tx_attr->inject_size;
+    tp->frame_max = frame_limit(fi);
     tp->rma_mode = rma_mode_of(fi, rma);
     tp->rma_max = fi->ep_attr->max_msg_size < XDEV_TP_PASS_BYTES ? fi->ep_attr->max_msg_size
                                                                   : XDEV_TP_PASS_BYTES;

@@ -142,18 +142,18 @@ static int post_frame(xdev_tp_t *tp, ofi_peer_t *p, ofi_msg_t *m)
     size_t blen, n;
     unsigned credits;
     if (!m->started) {
-        bool whole = left == op->payload_len && OFI_HDR + op->head_len + left <= OFI_BUF_BYTES;
+        bool whole = left == op->payload_len && OFI_HDR + op->head_len + left <= tp->frame_max;
         size_t hdr = whole ? OFI_HDR : OFI_FIRST_HDR;
         credits = put_hdr(tp, p, c->bytes, whole ? K_WHOLE : K_FIRST);
         if (!whole)
             xdev_put_le64(c->bytes + OFI_HDR, op->payload_len);
         memcpy(c->bytes + hdr, xdev_txop_head(op), op->head_len);
         blen = hdr + op->head_len;
-        n = OFI_BUF_BYTES - blen;
+        n = tp->frame_max - blen;
     } else {
         credits = put_hdr(tp, p, c->bytes, K_MORE);
         blen = OFI_HDR;
-        n = OFI_BUF_BYTES - OFI_HDR;
+        n = tp->frame_max - OFI_HDR;
     }
     if (n > left)
         n = left;

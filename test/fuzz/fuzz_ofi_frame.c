@@ -140,6 +140,7 @@ static xdev_tp_t *tp_with_peer(void)
     tp->ep = &fake_ep;
     tp->cq = &fake_cq;
     tp->inject_max = OFI_HDR + XDEV_HEAD_MAX;
+    tp->frame_max = OFI_BUF_BYTES;
     tp->credits = OFI_CREDITS_MIN;
     tp->nrxbufs = NBUFS;
     tp->now_ms = xdev_now_coarse_ms();
