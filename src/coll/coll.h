@@ -67,7 +67,9 @@ struct xdev_coll_group {
     uint32_t calls;     /* collectives begun, the running one included */
     uint32_t failed_call; /* the earliest later call a notice named ... */
     int failed_ahead;     /* ... if one did (see watch_fired) */
-    unsigned char notice[4]; /* the number a notice carries */
+    /* A notice carries the number of the call that failed at its sender
+     * (calls there), little-endian: members count the same calls. */
+    unsigned char notice[4];
     /* The running collective's requests; never moved while active. */
     xdev_request_t *reqs;
     struct coll_expect {

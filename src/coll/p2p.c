@@ -43,9 +43,7 @@ void coll_bury(void *block)
 
 const char xdev_coll_request_mark;
 
-/* A notice carries the number of the collective that failed at its sender
- * (g->calls there), 4 bytes little-endian: members count the same calls.
- * Call a comes after call b (the count may wrap). */
+/* Call a comes after call b (the count may wrap). */
 static bool after(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) > 0;
