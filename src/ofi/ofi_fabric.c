@@ -194,9 +194,9 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
  * order the sends were posted. A send to a rank that died therefore holds
  * back every later completion, to live ranks too (ofiwg/libfabric#9853,
  * open), and survivors stalled after a kill. A frame it can inject is
- * complete once posted, so over shm no frame is larger than that. The
- * rendezvous' RMA reads need no answer: the provider copies them with CMA
- * as they are posted. */
+ * complete once posted, so over shm no frame is larger than that. RMA is
+ * left as it is: with CMA the provider's fast path copies inside fi_read,
+ * with no answer from the peer (README, ofi: what is left of the stall). */
 static size_t frame_limit(const struct fi_info *fi)
 {
     size_t inject = fi->tx_attr->inject_size;

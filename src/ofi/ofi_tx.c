@@ -3,8 +3,9 @@
  *
  * A send to an idle peer that fits the provider's inject size leaves at
  * once with fi_inject and is done before ofi_send returns. Anything else
- * is queued; the peer's messages are cut into frames of at most one
- * receive buffer (ofi.h), each posted with fi_sendv straight from the
+ * is queued; the peer's messages are cut into frames of at most
+ * tp->frame_max (one receive buffer, or the shm provider's inject size:
+ * frame_limit in ofi_fabric.c), each posted with fi_sendv straight from the
  * caller's payload (a two-entry iov: frame header and head from the
  * context, then the payload slice), as long as the peer has credits.
  * A message is handed back once every frame's completion is in.
