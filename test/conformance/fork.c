@@ -31,10 +31,12 @@ static int stayer_go = -1; /* its pipe: closed, the child leaves */
  * child forked from threads can find one held for good: the child that
  * leaves by exit() hung there in about one run in 60 under load (Debian
  * 12's GCC 12), its parent waiting for it. Leaks are the parent's to
- * report; the child's exit handlers still run. */
+ * report; the child's exit handlers still run. The runtime finds this hook
+ * only in the executable's dynamic symbols, which the project's
+ * -fvisibility=hidden would keep it out of. */
 static volatile int in_forked_child;
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return in_forked_child; }
+__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
+__attribute__((visibility("default"))) int __lsan_is_turned_off(void) { return in_forked_child; }
 #endif
 
 static unsigned char *mapped(size_t n)
