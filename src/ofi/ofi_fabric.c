@@ -196,7 +196,8 @@ static int name_shm_region(xdev_tp_t *tp, const char *job_id)
  * open), and survivors stalled after a kill. A frame it can inject is
  * complete once posted, so over shm no frame is larger than that. RMA is
  * left as it is: with CMA the provider's fast path copies inside fi_read,
- * with no answer from the peer (README, ofi: what is left of the stall). */
+ * with no answer from the peer (the README's shm-provider limitation says
+ * what is left). */
 static size_t frame_limit(const struct fi_info *fi)
 {
     size_t inject = fi->tx_attr->inject_size;
