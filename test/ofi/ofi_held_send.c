@@ -48,10 +48,10 @@ static void sender(xdev_t *dev, void *buf)
           took, VICTIM);
 
     int done = 0;
-    int rc = fault_wait_for(&to_victim, &st, END_BOUND_S, &done);
+    CHECK_RC(fault_wait_for(&to_victim, &st, END_BOUND_S, &done), XDEV_OK);
     REQUIRE(done, "the send to the rank that died never ended"); /* buf is still lent out */
-    CHECK(rc == XDEV_OK || rc == XDEV_ERR_PEER, "the send to the rank that died returned %d (%s)",
-          rc, xdev_strerror(rc));
+    CHECK(st.error == XDEV_OK || st.error == XDEV_ERR_PEER,
+          "the send to the rank that died ended with %d (%s)", st.error, xdev_strerror(st.error));
 }
 
 int main(void)
