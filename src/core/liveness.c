@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "transport.h"
 
@@ -52,6 +53,17 @@ int xdev_pidfd_open(int pid)
 bool xdev_process_gone(int pid)
 {
     return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+}
+
+/* A process being killed loses its memory before its pidfd turns readable
+ * (the kernel tears the address space down first), and process_vm_readv
+ * then fails with ESRCH. While the memory is there, reading address 0
+ * fails with EFAULT instead (or EPERM, where ptrace rules forbid it). */
+bool xdev_process_leaving(int pid)
+{
+    char byte;
+    struct iovec local = { &byte, 1 }, remote = { NULL, 1 };
+    return pid <= 0 || (process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == ESRCH);
 }
 
 bool xdev_process_exited(int pidfd, int pid)

@@ -374,10 +374,12 @@ int xdev_job_name(xdev_t *dev, const char *job_id, int rank, const char *what, c
  * readable when pid exits, or -1 where the kernel has none; whether pid is
  * gone by kill(pid, 0) (a pid <= 0 counts as gone); and whether a peer
  * has exited by its pidfd, or by kill(pid, 0) where pidfd is -1 (a pid
- * <= 0, not known yet, has not). */
+ * <= 0, not known yet, has not); and whether pid has exited or is being
+ * killed, its memory gone (sooner than the pidfd says so). */
 int xdev_pidfd_open(int pid);
 bool xdev_process_gone(int pid);
 bool xdev_process_exited(int pidfd, int pid);
+bool xdev_process_leaving(int pid);
 /* This kernel's boot id and the named namespaces of ours ("pid", "ipc",
  * "mnt"), as one token: two ranks with equal tokens share them, so a pid
  * (with "pid") or a shared-memory name (with all three) means the same

@@ -241,7 +241,7 @@ void ofi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ofi_addr.c */
 int ofi_addr_publish(xdev_tp_t *tp);
-int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p);
+int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p, bool heard);
 void ofi_timers(xdev_tp_t *tp, uint64_t now);
 
 /* ofi_tx.c */

@@ -46,8 +46,19 @@ static int hexval(char c)
     return -1;
 }
 
-/* 1: resolved, 0: not published yet, XDEV_ERR_PEER: unusable entry. */
-int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
+/* 1: resolved, 0: not published yet, XDEV_ERR_PEER: an unusable entry, or
+ * a process that has exited, or is being killed, before it sent us
+ * anything (heard: it has).
+ *
+ * libfabric's shm provider tries CMA once per endpoint, by writing into the
+ * first peer it maps that has not tried yet, and the answer spreads to each
+ * process that maps either (v1.17 smr_cma_check). Written into a dead or
+ * dying process, that fails: CMA is then off for all of them, an RMA read
+ * waits for its target's answer, and as answers are taken in order, one
+ * owed by a dead rank holds back every later one. So a dead peer is not
+ * mapped. One that has sent us a frame has mapped us, so has tried, and is
+ * not written. */
+int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p, bool heard)
 {
     if (p->resolved)
         return 1;
@@ -70,13 +81,16 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p)
             return XDEV_ERR_PEER;
         name[i] = (uint8_t)(hi << 4 | lo);
     }
+    p->pid = pid;
+    p->same_pids = tp->local_only || !strcmp(space, tp->pid_space);
+    if (p->same_pids && p->pidfd < 0)
+        p->pidfd = xdev_pidfd_open(pid);
+    if (p->same_pids && !heard &&
+        (xdev_process_exited(p->pidfd, pid) || xdev_process_leaving(pid)))
+        return XDEV_ERR_PEER;
     if (fi_av_insert(tp->av, name, 1, &p->addr, 0, NULL) != 1)
         return XDEV_ERR_PEER;
     p->eager_limit = (size_t)limit;
-    p->pid = pid;
-    p->same_pids = tp->local_only || !strcmp(space, tp->pid_space);
-    if (p->same_pids)
-        p->pidfd = xdev_pidfd_open(pid);
     p->resolved = true;
     ofi_service_later(tp, p); /* sends may wait for the address */
     return 1;
@@ -137,7 +151,7 @@ void ofi_timers(xdev_tp_t *tp, uint64_t now)
         if (!p->resolved) {
             if (!wanted(p))
                 continue;
-            int rc = ofi_resolve(tp, p);
+            int rc = ofi_resolve(tp, p, false);
             if (rc < 0 || (rc == 0 && now >= p->give_up_ms)) {
                 ofi_peer_fail(tp, p);
                 continue;

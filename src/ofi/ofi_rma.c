@@ -237,7 +237,7 @@ void ofi_rma_flush(xdev_tp_t *tp, ofi_peer_t *p)
 int ofi_rma(xdev_tp_t *tp, int peer, xdev_rmaop_t *op)
 {
     ofi_peer_t *p = &tp->peers[peer];
-    if (p->failed || p->broken || ofi_resolve(tp, p) != 1)
+    if (p->failed || p->broken || ofi_resolve(tp, p, false) != 1)
         return XDEV_ERR_PEER;
     if (!op->len)
         return 1;

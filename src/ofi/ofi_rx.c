@@ -199,7 +199,7 @@ static void in_sequence(xdev_tp_t *tp, ofi_peer_t *p, ofi_rxbuf_t *b)
     uint8_t kind = b->data[0];
     unsigned credits = b->data[2] | (unsigned)b->data[3] << 8;
     if (kind < K_WHOLE || kind > K_BYE || !xdev_credits_returned(&p->cr, credits, tp->credits) ||
-        ofi_resolve(tp, p) != 1) {
+        ofi_resolve(tp, p, true) != 1) {
         post(tp, b);
         ofi_peer_reject(tp, p);
         return;

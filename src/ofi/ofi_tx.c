@@ -259,7 +259,7 @@ int ofi_send(xdev_tp_t *tp, int peer, xdev_txop_t *op, int how)
     if (how == XDEV_TX_NOW)
         return inject_now(tp, p, op);
     if (!p->resolved) {
-        int rc = ofi_resolve(tp, p);
+        int rc = ofi_resolve(tp, p, false);
         if (rc < 0) {
             p->broken = true;
             ofi_service_later(tp, p);
@@ -312,7 +312,7 @@ bool ofi_send_ctrl(xdev_tp_t *tp, ofi_peer_t *p, uint8_t kind)
  * inject leaves it untold. */
 void ofi_tell_gone(xdev_tp_t *tp, ofi_peer_t *p)
 {
-    if (p->gone_told || tp->inject_max < OFI_HDR || ofi_resolve(tp, p) != 1)
+    if (p->gone_told || tp->inject_max < OFI_HDR || ofi_resolve(tp, p, false) != 1)
         return;
     uint8_t b[OFI_HDR] = { K_GONE };
     xdev_put_le32(b + 4, (uint32_t)tp->rank);

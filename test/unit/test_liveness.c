@@ -3,7 +3,9 @@
  * peers: a live child has not exited, not even while signals keep cutting
  * the pidfd's poll short (EINTR once took a live peer for a dead one); an
  * exited one has, before it is reaped (pidfd) and after (kill(pid, 0)); a
- * pid not known yet (0) has not.
+ * pid not known yet (0) has not. And xdev_process_leaving, which ofi asks
+ * before it maps a peer: not of a live child, but of one that has exited,
+ * reaped or not.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@ int main(void)
     CHECK(!xdev_process_exited(pidfd, child));
     CHECK(!xdev_process_exited(-1, child));
     CHECK(!xdev_process_exited(-1, 0));
+    CHECK(!xdev_process_leaving(child));
     if (pidfd >= 0)
         ask_under_signals(pidfd, child);
     else
@@ -63,8 +66,10 @@ int main(void)
     waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT); /* a zombie, not reaped */
     if (pidfd >= 0)
         CHECK(xdev_process_exited(pidfd, child));
+    CHECK(xdev_process_leaving(child));
     waitpid(child, NULL, 0);
     CHECK(xdev_process_exited(-1, child));
+    CHECK(xdev_process_leaving(child));
     if (pidfd >= 0) {
         CHECK(xdev_process_exited(pidfd, child));
         close(pidfd);
