@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 builds=${XDEV_TEST_BUILDS:-"plain asan tsan nopmix fuzz"}
-summary=$(mktemp)
-trap 'rm -f "$summary"' EXIT
+summary=$(mktemp) failures=$(mktemp)
+trap 'rm -f "$summary" "$failures"' EXIT
 
 setup() { # name, meson options... (CC and targets from build_cc, build_targets)
     local dir=build-test-$1; shift
@@ -109,14 +109,27 @@ for b in $builds; do
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         meson test -C "build-test-$b" --print-errorlogs --num-processes "$jobs" "${selection[@]}"
-    python3 - "build-test-$b/meson-logs/testlog.json" "$b" >>"$summary" <<'PY'
+    # A failed test's output is also kept for the end of the log: CI may
+    # show only the log's last lines, and the verdict is there.
+    python3 - "build-test-$b/meson-logs/testlog.json" "$b" "$failures" >>"$summary" <<'PY'
 import json, sys
-for line in open(sys.argv[1]):
-    t = json.loads(line)
-    print(f"{sys.argv[2]}:{t['name']} {t['result']}")
+log, build, failures = sys.argv[1:]
+with open(failures, "a") as out:
+    for line in open(log):
+        t = json.loads(line)
+        print(f"{build}:{t['name']} {t['result']}")
+        if t["result"] != "OK":
+            tail = t.get("stdout", "").splitlines()[-40:]
+            out.write(f"--- {build}:{t['name']} {t['result']} (its last {len(tail)} lines)\n")
+            out.writelines(l + "\n" for l in tail)
 PY
 done
 
+if [ -s "$failures" ]; then
+    echo
+    echo "=== output of the failed tests"
+    cat "$failures"
+fi
 echo
 echo "=== results"
 grep -v ' OK$' "$summary" || true
