@@ -12,7 +12,7 @@
  * dead to them. (Over tcp the wildcard receive waited for ever: tcp hears
  * of a death only over a connection, and no request had made one.) Then
  * the two swap a message, so each is still alive to the other, and
- * finalize. xdevrun's exit status is the verdict.
+ * finalize after a barrier. xdevrun's exit status is the verdict.
  *
  * `fault_wildcard_silent probe`: rank 0 blocks in xdev_probe from any
  * source instead, which must fail so too; rank 1 polls xdev_iprobe from
@@ -97,6 +97,9 @@ int main(int argc, char **argv)
     CHECK_RC(xdev_wait(&sreq, &st), XDEV_OK);
     CHECK(xdev_peer_state(dev, other) == XDEV_PEER_ALIVE, "xdev_peer_state(%d) = %d, want alive",
           other, xdev_peer_state(dev, other));
+    /* Neither finalizes before the other has looked: a peer that left is
+     * dead to us. */
+    REQUIRE_RC(fault_barrier_skip(dev, VICTIM), XDEV_OK);
     fault_step("xdev_finalize");
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
     return fault_finish();
