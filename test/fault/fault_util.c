@@ -110,13 +110,19 @@ void fault_sleep_ms(int ms)
     }
 }
 
-int fault_start_with_silent(xdev_t **dev, int size, int victim, double after_s)
+int fault_start(xdev_t **dev, int size)
 {
     fault_step("xdev_init");
     REQUIRE_RC(xdev_init(NULL, dev), XDEV_OK);
     int rank = xdev_rank(*dev);
     REQUIRE(xdev_size(*dev) == size, "run with -n %d", size);
     fault_set_rank(rank);
+    return rank;
+}
+
+int fault_start_with_silent(xdev_t **dev, int size, int victim, double after_s)
+{
+    int rank = fault_start(dev, size);
     if (rank == victim) {
         fault_sleep_ms((int)(after_s * 1000));
         fault_step("leaving without a word");

@@ -80,6 +80,9 @@ void fault_sleep_ms(int ms);
 /* Stop this process (SIGSTOP); a child it forks continues it after
  * `seconds`. */
 void fault_stop_self(double seconds);
+/* Start a device, in a job that must have `size` ranks; returns the
+ * caller's rank, which messages then show. */
+int fault_start(xdev_t **dev, int size);
 /* Start a device in a job of `size` ranks in which rank `victim` leaves
  * without a word (no message, no finalize) `after_s` seconds later;
  * returns the caller's rank, never on the victim. */

@@ -110,10 +110,7 @@ int main(void)
 {
     fault_setup("ofi_first_dead", 90);
     xdev_t *dev;
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    fault_set_rank(rank);
-    REQUIRE(xdev_size(dev) == 4, "run with -n 4");
+    int rank = fault_start(&dev, 4);
     if (rank == 1)
         _exit(0);
 

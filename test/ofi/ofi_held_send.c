@@ -58,10 +58,7 @@ int main(void)
 {
     fault_setup("ofi_held_send", 90);
     xdev_t *dev;
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    fault_set_rank(rank);
-    REQUIRE(xdev_size(dev) == 3, "run with -n 3");
+    int rank = fault_start(&dev, 3);
     fault_step("barrier");
     REQUIRE_RC(fault_barrier(dev), XDEV_OK);
     if (rank == VICTIM) {
