@@ -119,9 +119,7 @@ int main(int argc, char **argv)
     char name[32];
     snprintf(name, sizeof name, "fault-behind-%s", mode);
     fault_setup(name, 100);
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 2, "run with 2 ranks");
+    int rank = fault_start(&dev, 2);
     REQUIRE_RC(fault_barrier(dev), XDEV_OK);
 
     if (small_mode) {

@@ -149,10 +149,7 @@ int main(int argc, char **argv)
     fault_setup(mode == DEATH ? "fault-claim-order-death"
                 : mode == UNMATCHED ? "fault-claim-order-unmatched" : "fault-claim-order", 90);
     xdev_t *dev;
-    fault_step("xdev_init");
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    REQUIRE(xdev_size(dev) == 2, "run with -n 2");
-    if (xdev_rank(dev) == 1)
+    if (fault_start(&dev, 2) == 1)
         sender(dev, mode);
     else
         receiver(dev, mode);

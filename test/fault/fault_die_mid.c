@@ -102,9 +102,7 @@ int main(int argc, char **argv)
     int ms = argc > 2 ? atoi(argv[2]) : 20;
     fault_setup("fault_die_mid", 110);
     xdev_t *dev;
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev), size = xdev_size(dev);
-    REQUIRE(size == 2, "run with 2 ranks, not %d", size);
+    int rank = fault_start(&dev, 2);
     unsigned char *buf = malloc(BIG);
     REQUIRE(buf, "out of memory");
     fault_fill(buf, BIG, SEED);

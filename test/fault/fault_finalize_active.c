@@ -206,10 +206,7 @@ int main(int argc, char **argv)
                 : !strcmp(mode, "unread") ? "fault-finalize-unread"
                                           : "fault-finalize-active",
                 90);
-    fault_step("xdev_init");
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 2, "run under xdevrun -n 2");
+    rank = fault_start(&dev, 2);
     REQUIRE_RC(fault_barrier(dev), XDEV_OK);
 
     if (strcmp(mode, "clean") == 0) run_clean(dev, rank);

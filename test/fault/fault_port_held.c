@@ -28,9 +28,7 @@ int main(void)
 {
     fault_setup("fault-port-held", 60);
     xdev_t *dev = NULL;
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 2, "run with 2 ranks");
+    int rank = fault_start(&dev, 2);
     if (rank == 1) {
         fault_step("leaving the port to a child that never answers");
         pid_t pid = fork();

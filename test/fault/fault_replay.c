@@ -149,9 +149,7 @@ int main(void)
 {
     fault_setup("fault_replay", 60);
     xdev_t *dev = NULL;
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 3, "run with -n 3");
+    int rank = fault_start(&dev, 3);
     char go = 'g';
 
     /* Ranks 1 and 2 wait on rank 0 only, so they do not connect yet. */

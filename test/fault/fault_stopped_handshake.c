@@ -107,11 +107,7 @@ int main(int argc, char **argv)
     }
     bool dialer_stops = !strcmp(argv[1], "dialer");
     xdev_t *dev;
-    fault_step("xdev_init");
-    REQUIRE_RC(xdev_init(NULL, &dev), XDEV_OK);
-    int rank = xdev_rank(dev);
-    REQUIRE(xdev_size(dev) == 2, "run with -n 2");
-    fault_set_rank(rank);
+    int rank = fault_start(&dev, 2);
 
     if (rank == 1) {
         unsigned char out[SMALL];
