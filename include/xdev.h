@@ -285,6 +285,16 @@ XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
  * is open, it then drops its own hold on PMIx (PMIx_Finalize; a caller's
  * own PMIx_Init still holds), so that Slurm takes this rank's later death
  * for one rank's, not the step's.
+ *
+ * A process may start several devices from its launcher (xdevrun or
+ * PMIx, no peer table in cfg, two ranks or more), open at once or one
+ * after another: the nth such xdev_init of each rank makes one job of its
+ * own. Its messages never reach another device, and ranks need not keep
+ * in step: a device whose peer is still in its previous device waits for
+ * the peer's nth as for a peer slow to start. So every rank makes those
+ * calls in the same order. A call that fails with XDEV_ERR_ARG does not
+ * count; one that fails otherwise may, so after it the ranks' counts may
+ * differ.
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
  * short, a struct_size this xdev cannot read: see xdev_config_t),
  * XDEV_ERR_INIT (no rank/size/bootstrap, no secret in a job of two ranks

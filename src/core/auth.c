@@ -51,7 +51,9 @@ void auth_init(xdev_t *d)
 {
     static const uint64_t derive[2] = { 0x7864657661757468ull, 0x6b65796465726976ull };
     const char *s = d->cfg.job_secret;
-    uint64_t k0 = siphash24(derive, s, strlen(s));
+    /* the launcher's nth device of every rank has a key of its own (boot.c) */
+    uint64_t k0 = siphash24((const uint64_t[2]){ derive[0], derive[1] ^ d->boot_nth }, s,
+                            strlen(s));
     uint64_t k1 = siphash24((const uint64_t[2]){ derive[1], k0 }, s, strlen(s));
     d->auth_key[0] = k0;
     d->auth_key[1] = k1;

@@ -7,9 +7,17 @@
  * private directory (XDEV_BOOT_DIR) where each rank publishes one small
  * file per transport, "<key>.<rank>", written atomically by rename so a
  * reader never sees half an address.
+ *
+ * A process may start several devices from one launcher, at once or one
+ * after another, and ranks need not start them in step: the nth device of
+ * every rank form one job. From the second on, a device's keys carry its
+ * number and its MAC key is drawn from the secret and the number
+ * (auth_init), so it never reads another device's address, maps its
+ * segments or passes its handshakes.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +29,22 @@
  * look up a peer's address at their first message to it). */
 int xdev_boot_load(xdev_t *d)
 {
+    static atomic_uint started;
     const char *dir = getenv("XDEV_BOOT_DIR");
     if (dir && *dir && !(d->boot_dir = strdup(dir)))
         return XDEV_ERR_NOMEM;
+    if (!d->cfg.peers && d->size > 1)
+        d->boot_nth = atomic_fetch_add_explicit(&started, 1, memory_order_relaxed);
     return XDEV_OK;
+}
+
+/* The launcher's name for this device's key: "<key>", or "<key>-<n>". */
+static void device_key(const xdev_t *d, const char *key, char *out, size_t cap)
+{
+    if (d->boot_nth)
+        snprintf(out, cap, "%s-%u", key, d->boot_nth);
+    else
+        snprintf(out, cap, "%s", key);
 }
 
 int xdev_boot_sync(xdev_t *d)
@@ -48,6 +68,9 @@ int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
 {
     if (d->cfg.peers || d->size == 1)
         return XDEV_OK; /* addresses are known in advance, or nobody asks */
+    char name[64];
+    device_key(d, key, name, sizeof name);
+    key = name;
     if (d->pmix)
         return boot_pmix_publish(d->pmix, key, value);
     const char *dir = d->boot_dir;
@@ -77,6 +100,9 @@ int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap
         strcpy(out, d->cfg.peers[rank]);
         return 1;
     }
+    char name[64];
+    device_key(d, key, name, sizeof name);
+    key = name;
     if (d->pmix)
         return boot_pmix_lookup(d->pmix, rank, key, out, cap);
     const char *dir = d->boot_dir;

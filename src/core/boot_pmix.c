@@ -178,9 +178,26 @@ int boot_pmix_lookup(boot_pmix_t *b, int rank, const char *key, char *out, size_
     return lookup(b, rank, key, -1, out, cap);
 }
 
-/* Rank 0 makes the secret and puts it; the others wait for it. A server
- * asked before rank 0 has even started may say "not found" at once: ask
- * again until the peer timeout. */
+/* Rank 0 draws the secret once per process and every device it starts
+ * puts that one: a rank may still read an earlier device's put, and its
+ * secret must be the same (each device's MAC key is its own: auth_init). */
+static char drawn[33];
+static int drawn_rc = XDEV_ERR_SYSTEM;
+static pthread_once_t drawn_once = PTHREAD_ONCE_INIT;
+
+static void draw_secret(void)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(drawn + 2 * i, 3, "%02x", raw[i]);
+    drawn_rc = XDEV_OK;
+}
+
+/* Rank 0 puts the secret; the others wait for it. A server asked before
+ * rank 0 has even started may say "not found" at once: ask again until
+ * the peer timeout. */
 static int share_secret(boot_pmix_t *b, int wait_ms)
 {
     uint64_t deadline = xdev_now_ms() + (uint64_t)wait_ms;
@@ -192,11 +209,10 @@ static int share_secret(boot_pmix_t *b, int wait_ms)
             return XDEV_ERR_INIT;
         nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
     }
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return XDEV_ERR_SYSTEM;
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(b->secret + 2 * i, 3, "%02x", raw[i]);
+    pthread_once(&drawn_once, draw_secret);
+    if (drawn_rc != XDEV_OK)
+        return drawn_rc;
+    memcpy(b->secret, drawn, sizeof b->secret);
     return put("secret", b->secret);
 }
 

@@ -200,6 +200,8 @@ struct xdev {
     char *cfg_strings;
     char **options;         /* per xdev_vars entry: its value, or NULL */
     char *boot_dir;         /* XDEV_BOOT_DIR as at init, or NULL */
+    unsigned boot_nth;      /* devices this process started before this one
+                             * from the same launcher (xdev_boot_load) */
     pthread_mutex_t lock;
     bool lock_skipped;      /* the call in progress took no lock (dev_lock) */
     unsigned lock_waiters;  /* threads blocked in dev_lock (atomic) */
