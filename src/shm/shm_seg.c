@@ -227,11 +227,13 @@ static int map_peer(xdev_tp_t *tp, shm_peer_t *p, const char *job_id)
  * looked: a rank with nothing to do runs through xdev_init and
  * xdev_finalize while another naps between two looks for its segment. It
  * is gone, but what it wrote to us is still read; waiting for its segment
- * would only wait out the timeout. */
+ * would only wait out the timeout. Its goodbye on our ring says so too:
+ * its process may live on, in a device started after this one. */
 static bool came_and_went(const shm_peer_t *p)
 {
     int32_t pid = atomic_load_explicit(&p->rx.ctl->producer, memory_order_acquire);
-    return pid > 0 && xdev_process_gone(pid);
+    return pid > 0 && (atomic_load_explicit(&p->rx.ctl->eof, memory_order_acquire) ||
+                       xdev_process_gone(pid));
 }
 
 /* The local ranks start at about the same time: wait for each peer's
