@@ -26,5 +26,6 @@ void case_vector(void);
 void case_stats(void);
 void case_handoff(void);
 void case_fork(void);
+void case_devices(void);
 
 #endif

@@ -31,6 +31,7 @@ static const struct {
     {"event", case_event},
     {"vector", case_vector},
     {"fork", case_fork},
+    {"devices", case_devices},
 };
 
 int main(int argc, char **argv)
