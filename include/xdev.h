@@ -294,7 +294,8 @@ XDEV_API int xdev_config_init_size(xdev_config_t *cfg, size_t size);
  * the peer's nth as for a peer slow to start. So every rank makes those
  * calls in the same order. A call that fails with XDEV_ERR_ARG does not
  * count; one that fails otherwise may, so after it the ranks' counts may
- * differ.
+ * differ. Under PMIx, a process that starts more than one device holds
+ * PMIx itself from before the first to after the last (README, Launching).
  * Errors: XDEV_ERR_ARG (NULL dev, rank or size out of range, secret too
  * short, a struct_size this xdev cannot read: see xdev_config_t),
  * XDEV_ERR_INIT (no rank/size/bootstrap, no secret in a job of two ranks
