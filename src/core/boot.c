@@ -38,13 +38,14 @@ int xdev_boot_load(xdev_t *d)
     return XDEV_OK;
 }
 
-/* The launcher's name for this device's key: "<key>", or "<key>-<n>". */
-static void device_key(const xdev_t *d, const char *key, char *out, size_t cap)
+/* The launcher's name for this device's key, in out: "<key>", or "<key>-<n>". */
+static const char *device_key(const xdev_t *d, const char *key, char *out, size_t cap)
 {
     if (d->boot_nth)
         snprintf(out, cap, "%s-%u", key, d->boot_nth);
     else
         snprintf(out, cap, "%s", key);
+    return out;
 }
 
 int xdev_boot_sync(xdev_t *d)
@@ -69,8 +70,7 @@ int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
     if (d->cfg.peers || d->size == 1)
         return XDEV_OK; /* addresses are known in advance, or nobody asks */
     char name[64];
-    device_key(d, key, name, sizeof name);
-    key = name;
+    key = device_key(d, key, name, sizeof name);
     if (d->pmix)
         return boot_pmix_publish(d->pmix, key, value);
     const char *dir = d->boot_dir;
@@ -101,8 +101,7 @@ int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap
         return 1;
     }
     char name[64];
-    device_key(d, key, name, sizeof name);
-    key = name;
+    key = device_key(d, key, name, sizeof name);
     if (d->pmix)
         return boot_pmix_lookup(d->pmix, rank, key, out, cap);
     const char *dir = d->boot_dir;
