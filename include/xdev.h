@@ -39,6 +39,11 @@
  *  - Thread safety: unless the device was created with XDEV_FLAG_SINGLE_THREAD,
  *    any thread may call any function on it at any time. Calls on different
  *    devices never interfere.
+ *  - Signals: a signal caught while a call is inside a system call, also
+ *    with a handler installed without SA_RESTART (a profiler's timer, a
+ *    runtime's own signals), neither fails the call nor cuts it short: a
+ *    blocking call returns when what it waits for comes, its timeout
+ *    passes or xdev_wakeup is called, as without the signal.
  *  - fork: a child forked while a device is open must not call anything on
  *    that device, xdev_finalize included. It may exec, exit or run on
  *    without it; the parent's device goes on as before, and so do the

@@ -27,5 +27,7 @@ void case_stats(void);
 void case_handoff(void);
 void case_fork(void);
 void case_devices(void);
+void case_signals(void);
+void signals_before_init(void); /* signals.c: starts the storm */
 
 #endif

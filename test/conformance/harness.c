@@ -227,10 +227,17 @@ double h_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* To a deadline: a relative sleep resumed after each signal never ends
+ * when signals come faster than the timer's slack ("signals"). */
 void h_sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += ms / 1000;
+    end.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L)
+        end.tv_sec++, end.tv_nsec -= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR)
         ;
 }
 

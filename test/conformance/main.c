@@ -12,26 +12,28 @@
 static const struct {
     const char *name;
     void (*run)(void);
+    void (*before_init)(void); /* what a case must set up before xdev_init */
 } cases[] = {
-    {"matching", case_matching},
-    {"sizes", case_sizes},
-    {"truncate", case_truncate},
-    {"issend", case_issend},
-    {"peek", case_peek},
-    {"threads", case_threads},
-    {"handoff", case_handoff},
-    {"outstanding", case_outstanding},
-    {"stress", case_stress},
-    {"self", case_self},
-    {"mprobe", case_mprobe},
-    {"cancel", case_cancel},
-    {"wakeup", case_wakeup},
-    {"some", case_some},
-    {"stats", case_stats},
-    {"event", case_event},
-    {"vector", case_vector},
-    {"fork", case_fork},
-    {"devices", case_devices},
+    {"matching", case_matching, NULL},
+    {"sizes", case_sizes, NULL},
+    {"truncate", case_truncate, NULL},
+    {"issend", case_issend, NULL},
+    {"peek", case_peek, NULL},
+    {"threads", case_threads, NULL},
+    {"handoff", case_handoff, NULL},
+    {"outstanding", case_outstanding, NULL},
+    {"stress", case_stress, NULL},
+    {"self", case_self, NULL},
+    {"mprobe", case_mprobe, NULL},
+    {"cancel", case_cancel, NULL},
+    {"wakeup", case_wakeup, NULL},
+    {"some", case_some, NULL},
+    {"stats", case_stats, NULL},
+    {"event", case_event, NULL},
+    {"vector", case_vector, NULL},
+    {"fork", case_fork, NULL},
+    {"devices", case_devices, NULL},
+    {"signals", case_signals, signals_before_init},
 };
 
 int main(int argc, char **argv)
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
     size_t n = sizeof cases / sizeof cases[0];
     for (size_t i = 0; argc == 2 && i < n; i++) {
         if (strcmp(argv[1], cases[i].name) == 0) {
+            if (cases[i].before_init)
+                cases[i].before_init();
             h_init(cases[i].name);
             cases[i].run();
             h_finalize();
