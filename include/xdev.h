@@ -27,6 +27,10 @@
  *    of memory. Memory that runs out while a message arrives that no
  *    receive was posted for fails the link to its sender: requests that
  *    involve it fail with XDEV_ERR_PEER on both sides, as if it had died.
+ *    A process out of file descriptors takes no peer for dead for it:
+ *    reaching a peer it has not yet talked to is tried again until the
+ *    peer timeout (xdev_config_t.peer_timeout_ms), and only then do the
+ *    requests to that peer fail with XDEV_ERR_PEER.
  *  - A single copy (process_vm_readv/writev, RDMA) the system refuses
  *    after it had worked is not an error: the message is streamed instead.
  *  - Buffers are a pointer and a size_t byte count; a NULL pointer is

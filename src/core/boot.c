@@ -65,6 +65,14 @@ int xdev_boot_done(xdev_t *d)
     return boot_pmix_let_go(d->pmix, d->size);
 }
 
+/* A process short of descriptors (or kernel memory) for a moment must not
+ * take a live peer for a dead one: publish and lookup say XDEV_ERR_NOMEM,
+ * and their callers try again until the peer timeout. */
+static bool short_of_descriptors(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
 int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
 {
     if (d->cfg.peers || d->size == 1)
@@ -81,7 +89,7 @@ int xdev_boot_publish(xdev_t *d, const char *key, const char *value)
     snprintf(tmp, sizeof tmp, "%s/.%s.%d.tmp", dir, key, d->rank);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
-        return XDEV_ERR_INIT;
+        return short_of_descriptors(errno) ? XDEV_ERR_NOMEM : XDEV_ERR_INIT;
     size_t len = strlen(value);
     bool ok = write(fd, value, len) == (ssize_t)len;
     ok = close(fd) == 0 && ok;
@@ -111,7 +119,9 @@ int xdev_boot_lookup(xdev_t *d, int rank, const char *key, char *out, size_t cap
     snprintf(path, sizeof path, "%s/%s.%d", dir, key, rank);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? 0 : XDEV_ERR_INIT;
+        return errno == ENOENT                ? 0
+               : short_of_descriptors(errno) ? XDEV_ERR_NOMEM
+                                             : XDEV_ERR_INIT;
     ssize_t n = read(fd, out, cap - 1);
     close(fd);
     if (n <= 0)

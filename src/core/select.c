@@ -127,7 +127,8 @@ static int find_local_ranks(xdev_t *d, bool *local, bool *gone)
     for (int r = 0; r < d->size; r++) {
         if (r == d->rank)
             continue;
-        while ((rc = xdev_boot_lookup(d, r, "host", theirs, sizeof theirs)) == 0 &&
+        while (((rc = xdev_boot_lookup(d, r, "host", theirs, sizeof theirs)) == 0 ||
+                rc == XDEV_ERR_NOMEM) &&
                xdev_now_ms() < deadline)
             nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
         if (rc < 0)

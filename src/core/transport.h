@@ -351,7 +351,9 @@ void xdev_core_moved(xdev_t *dev);
 bool xdev_core_lock_wanted(const xdev_t *dev);
 
 /* Bootstrap: publish this rank's address under `key`, look up a peer's.
- * lookup returns 1 if found, 0 if not (yet), an XDEV_ERR_* on error. */
+ * lookup returns 1 if found, 0 if not (yet), another XDEV_ERR_* if the
+ * peer's entry is unusable. Both return XDEV_ERR_NOMEM when this process
+ * is short of descriptors or memory now: try again later. */
 int xdev_boot_publish(xdev_t *dev, const char *key, const char *value);
 int xdev_boot_lookup(xdev_t *dev, int rank, const char *key, char *out, size_t cap);
 

@@ -110,6 +110,7 @@ typedef struct ibv_peer {
     bool in_txlist;
     bool in_service;
     bool settled;          /* ready both ways, or dead: no more to look up */
+    bool publish_owed;     /* our key for it is still to be written */
     bool heard;            /* something arrived since the last keepalive look */
     uint64_t ka_addr;      /* its keepalive slot */
     uint32_t ka_rkey;

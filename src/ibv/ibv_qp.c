@@ -82,6 +82,8 @@ static void key_name(char *out, size_t cap, int peer)
     snprintf(out, cap, "ibv-%d", peer);
 }
 
+/* Write our key for the peer. Short of descriptors, we owe it instead,
+ * which is no failure of the peer: the timers write it later. */
 static int publish(xdev_tp_t *tp, int peer, bool ready)
 {
     ibv_peer_t *p = &tp->peers[peer];
@@ -96,7 +98,9 @@ static int publish(xdev_tp_t *tp, int peer, bool ready)
                                                                  : MAX_RD_ATOM),
              tp->eager_limit, (long)getpid(), ready ? 1 : 0, (uint64_t)(uintptr_t)&tp->ka_slot,
              tp->ka_mr->rkey, tp->host);
-    return xdev_boot_publish(tp->dev, key, v);
+    int rc = xdev_boot_publish(tp->dev, key, v);
+    p->publish_owed = rc == XDEV_ERR_NOMEM;
+    return p->publish_owed ? XDEV_OK : rc;
 }
 
 /* 1: the peer's key for us is there (in a); 0: not yet; <0: unusable. */
@@ -106,7 +110,7 @@ static int lookup(xdev_tp_t *tp, int peer, ibv_addr_t *a)
     key_name(key, sizeof key, tp->rank);
     int rc = xdev_boot_lookup(tp->dev, peer, key, v, sizeof v);
     if (rc <= 0)
-        return rc;
+        return rc == XDEV_ERR_NOMEM ? 0 : rc;
     int ready;
     if (sscanf(v, "%" SCNu32 " %" SCNu32 " %hu %32s %u %u %" SCNu64 " %ld %d %" SCNx64 " %" SCNu32
                   " %127s", &a->qpn, &a->psn, &a->lid, gid, &a->mtu, &a->rd_atom, &a->eager_limit,
@@ -216,7 +220,8 @@ static int watch_pid(xdev_tp_t *tp, int peer, const ibv_addr_t *r)
 
 static void settle(xdev_tp_t *tp, ibv_peer_t *p)
 {
-    if (!p->settled && (p->state == PEER_DEAD || (p->state == PEER_UP && p->remote_ready))) {
+    if (!p->settled && (p->state == PEER_DEAD ||
+                        (p->state == PEER_UP && p->remote_ready && !p->publish_owed))) {
         p->settled = true;
         tp->unsettled--;
     }
@@ -299,10 +304,15 @@ void ibv_connect_timers(xdev_tp_t *tp, uint64_t now)
     bool found = false;
     for (int peer = 0; peer < tp->size; peer++) {
         ibv_peer_t *p = &tp->peers[peer];
-        if (peer == tp->rank || p->state == PEER_DEAD ||
-            (p->state == PEER_UP && p->remote_ready) || (p->state == PEER_IDLE && !scan_idle &&
-                                                         !p->wanted))
+        if (peer == tp->rank || p->settled || (p->state == PEER_IDLE && !scan_idle && !p->wanted))
             continue;
+        if (p->publish_owed) {
+            if (publish(tp, peer, p->state == PEER_UP) != XDEV_OK) {
+                ibv_peer_fail(tp, peer);
+                continue;
+            }
+            settle(tp, p);
+        }
         ibv_addr_t r;
         int rc = lookup(tp, peer, &r);
         if (rc < 0) {

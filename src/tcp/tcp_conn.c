@@ -212,7 +212,7 @@ static void dial(xdev_tp_t *tp, int peer)
     if (!p->addrlen) {
         char addr[300];
         int rc = xdev_boot_lookup(tp->dev, peer, "tcp", addr, sizeof addr);
-        if (rc == 0)
+        if (rc == 0 || rc == XDEV_ERR_NOMEM)
             return; /* not published yet: the timer tries again */
         if (rc < 0 || tcp_parse_addr(addr, &p->addr, &p->addrlen) != XDEV_OK) {
             p->give_up_ms = now;

@@ -17,6 +17,8 @@
 #   finalize-clean
 #   finalize-sends     test/fault fault_finalize_sends, five jobs of 4 ranks
 #   gone-early         test/fault fault_gone_early (a rank gone before init)
+#   fds-dialer         test/fault fault_fds: a rank out of descriptors where it
+#   fds-acceptor       dials, or where it accepts, takes no peer for dead
 #   exit-backlog       test/fault fault_exit_backlog at 8 ranks with
 #                      XDEV_IBV_RX_BUFS=1024: 336 completions of ranks that
 #                      exited wait in the receiver's CQ
@@ -101,6 +103,8 @@ while read -r t; do
         gone-early)
             XDEV_PEER_TIMEOUT_MS=2000 run "$t" 150 "$XDEVRUN" --timeout 140 -n 3 \
                 "$B/test/fault/fault_gone_early" ;;
+        fds-dialer|fds-acceptor)
+            run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_fds" "${t#fds-}" ;;
         exit-backlog)
             XDEV_IBV_RX_BUFS=1024 run "$t" 150 "$XDEVRUN" --timeout 140 -n 8 \
                 "$B/test/fault/fault_exit_backlog" ;;
