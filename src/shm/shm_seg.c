@@ -32,6 +32,7 @@
 
 #define PAGE 4096
 #define MAX_IO_BYTES ((size_t)1 << 30) /* the kernel caps one call near 2 GiB */
+#define TAKE_PIECE ((uint64_t)256 << 10) /* a few tens of microseconds of tmpfs work */
 
 static uint64_t round_page(uint64_t n) { return (n + PAGE - 1) & ~(uint64_t)(PAGE - 1); }
 
@@ -96,6 +97,27 @@ static void count_mapping(xdev_tp_t *tp, shm_seg_hdr_t *h, const char *name, con
     }
 }
 
+/* Take the segment's pages, then size it. /dev/shm hands pages out on
+ * first touch, and one too small for them (a container's 64 MiB) would
+ * kill with SIGBUS whoever touched one first, us or a peer that mapped
+ * the segment as soon as fstat showed its size. Piece by piece, each
+ * tried again when a signal cuts it short (some kernels' tmpfs then gives
+ * back what the call took, so one call for all could fail for ever under
+ * a profiler's timer). Returns 0 or an errno. */
+static int take_pages_and_size(int fd, uint64_t total)
+{
+    for (uint64_t off = 0; off < total;) {
+        uint64_t len = total - off < TAKE_PIECE ? total - off : TAKE_PIECE;
+        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+            off += len;
+        else if (errno == EOPNOTSUPP)
+            break; /* no reserving here: pages come on first touch */
+        else if (errno != EINTR)
+            return errno;
+    }
+    return ftruncate(fd, (off_t)total) == 0 ? 0 : errno;
+}
+
 int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
 {
     uint64_t nrings = (uint64_t)tp->npeers;
@@ -105,13 +127,14 @@ int shm_seg_create(xdev_tp_t *tp, const xdev_tp_params_t *p, size_t ring_bytes)
     int fd = create_fd(tp->own_name);
     if (fd < 0)
         return errno == EEXIST ? XDEV_ERR_INIT : XDEV_ERR_SYSTEM;
+    int err = take_pages_and_size(fd, total);
     uint8_t *base = MAP_FAILED;
-    if (ftruncate(fd, (off_t)total) == 0)
+    if (err == 0)
         base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (base == MAP_FAILED) {
         shm_unlink(tp->own_name);
-        return XDEV_ERR_SYSTEM;
+        return err == ENOSPC || err == ENOMEM ? XDEV_ERR_NOMEM : XDEV_ERR_SYSTEM;
     }
     shm_seg_hdr_t *h = (shm_seg_hdr_t *)(void *)base;
     tp->own.hdr = h;
