@@ -312,6 +312,8 @@ void ibv_connect_timers(xdev_tp_t *tp, uint64_t now)
                 continue;
             }
             settle(tp, p);
+            if (p->settled)
+                continue;
         }
         ibv_addr_t r;
         int rc = lookup(tp, peer, &r);

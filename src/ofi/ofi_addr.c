@@ -64,10 +64,8 @@ int ofi_resolve(xdev_tp_t *tp, ofi_peer_t *p, bool heard)
         return 1;
     char s[2 * OFI_ADDR_MAX + 200], space[sizeof tp->pid_space];
     int rc = xdev_boot_lookup(tp->dev, p->rank, "ofi", s, sizeof s);
-    if (rc == XDEV_ERR_NOMEM)
-        return 0;
-    if (rc <= 0)
-        return rc < 0 ? XDEV_ERR_PEER : 0;
+    if (rc <= 0) /* not published yet, or no descriptor free: try again later */
+        return rc < 0 && rc != XDEV_ERR_NOMEM ? XDEV_ERR_PEER : 0;
     unsigned long long limit;
     int pid, off = 0;
     if (sscanf(s, "%llu %d %127s %n", &limit, &pid, space, &off) != 3 || !off)

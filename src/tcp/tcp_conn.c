@@ -213,7 +213,7 @@ static void dial(xdev_tp_t *tp, int peer)
         char addr[300];
         int rc = xdev_boot_lookup(tp->dev, peer, "tcp", addr, sizeof addr);
         if (rc == 0 || rc == XDEV_ERR_NOMEM)
-            return; /* not published yet: the timer tries again */
+            return; /* not published yet, or no descriptor free: the timer tries again */
         if (rc < 0 || tcp_parse_addr(addr, &p->addr, &p->addrlen) != XDEV_OK) {
             p->give_up_ms = now;
             return;
