@@ -598,7 +598,9 @@ XDEV_API int xdev_recvv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int src,
  * xdev_fd returns a file descriptor that becomes readable when a call on
  * dev may have work (XDEV_ERR_ARG for NULL dev, XDEV_ERR_SYSTEM if one
  * cannot be made). It is the device's, the same on every call, valid until
- * xdev_finalize; do not read it or close it, only poll it.
+ * xdev_finalize; do not read it or close it, only poll it, level- or
+ * edge-triggered (EPOLLET, as mio and tokio): every event after
+ * xdev_arm is a new edge.
  *
  * xdev_arm is the step before each sleep. XDEV_OK: from now on anything
  * that arrives for dev, frees room for its sends or ends a peer makes fd
