@@ -618,13 +618,16 @@ XDEV_API int xdev_recvv(xdev_t *dev, const xdev_iov_t *iov, int iovcnt, int src,
  *
  * A completed request does not make fd readable by itself: after
  * xdev_progress, look at the requests (xdev_test, xdev_testsome, or
- * xdev_peek_timed with timeout 0) before arming. Thread-safe as every
- * call; one thread per device should own the loop. Other threads may use
- * the device beside it, and a progress thread (XDEV_FLAG_PROGRESS_THREAD)
- * may run: they read the transports themselves, so xdev_arm returns
- * XDEV_ERR_BUSY when any call moved something since the loop's last
- * xdev_progress, and once armed, whatever another thread's call receives,
- * sends or completes makes fd readable.
+ * xdev_peek_timed with timeout 0) before arming, in that order: with a
+ * progress thread, a request it completes between a look and the next
+ * xdev_progress is seen by neither the look nor xdev_arm, and waits for
+ * the armed fd's timed wakeup. Thread-safe as every call; one thread per
+ * device should own the loop. Other threads may use the device beside
+ * it, and a progress thread (XDEV_FLAG_PROGRESS_THREAD) may run: they
+ * read the transports themselves, so xdev_arm returns XDEV_ERR_BUSY when
+ * any call moved something since the loop's last xdev_progress, and once
+ * armed, whatever another thread's call receives, sends or completes
+ * makes fd readable.
  */
 XDEV_API int xdev_progress(xdev_t *dev);
 XDEV_API int xdev_fd(xdev_t *dev);
