@@ -28,11 +28,11 @@
  *    it wakes only on a new event, never for one it saw before arming.
  */
 #include <poll.h>
-#include <sys/epoll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
