@@ -43,41 +43,36 @@ static void late_rank(xdev_t *dev, double up)
 
 static void looping_rank(xdev_t *dev)
 {
-    xdev_request_t sends[NP], answers[NP];
+    /* reqs[2r - 2] sends to rank r, reqs[2r - 1] takes its answer */
+    xdev_request_t req[2 * (NP - 1)], *reqs[2 * (NP - 1)];
     double out = 0, late[NP];
     for (int r = 1; r < NP; r++) {
-        REQUIRE_RC(xdev_irecv(dev, &late[r], sizeof late[r], r, TAG, CTX, &answers[r]), XDEV_OK);
-        REQUIRE_RC(xdev_isend(dev, &out, sizeof out, r, TAG, CTX, &sends[r]), XDEV_OK);
+        reqs[2 * r - 2] = &req[2 * r - 2];
+        reqs[2 * r - 1] = &req[2 * r - 1];
+        REQUIRE_RC(xdev_isend(dev, &out, sizeof out, r, TAG, CTX, reqs[2 * r - 2]), XDEV_OK);
+        REQUIRE_RC(xdev_irecv(dev, &late[r], sizeof late[r], r, TAG, CTX, reqs[2 * r - 1]),
+                   XDEV_OK);
     }
     int fd = xdev_fd(dev);
     REQUIRE(fd >= 0, "xdev_fd returned %d", fd);
     fault_step("the event loop, until every late rank has answered");
     int left = 2 * (NP - 1), sleeps = 0;
-    bool send_done[NP] = { false }, answer_done[NP] = { false };
     while (left) {
         if (xdev_progress(dev) > 0) {
             /* something moved: only then look at the requests, so that an
              * idle wakeup costs one pass, as in a lean loop */
-            for (int r = 1; r < NP; r++) {
-                int done;
-                xdev_status_t st;
-                if (!send_done[r]) {
-                    REQUIRE_RC(xdev_test(&sends[r], &done, &st), XDEV_OK);
-                    if (done) {
-                        CHECK(st.error == XDEV_OK, "the send to rank %d: %d", r, st.error);
-                        send_done[r] = true;
-                        left--;
-                    }
-                }
-                if (!answer_done[r]) {
-                    REQUIRE_RC(xdev_test(&answers[r], &done, &st), XDEV_OK);
-                    if (done) {
-                        CHECK(st.error == XDEV_OK, "rank %d's answer: %d", r, st.error);
-                        fault_log("rank %d got its message %.3f s after it started", r, late[r]);
-                        answer_done[r] = true;
-                        left--;
-                    }
-                }
+            int n, idx[2 * (NP - 1)];
+            xdev_status_t st[2 * (NP - 1)];
+            REQUIRE_RC(xdev_testsome(2 * (NP - 1), reqs, &n, idx, st), XDEV_OK);
+            for (int k = 0; k < n; k++) {
+                int r = idx[k] / 2 + 1;
+                bool answer = idx[k] % 2;
+                CHECK(st[k].error == XDEV_OK, "the %s rank %d: %d",
+                      answer ? "answer of" : "send to", r, st[k].error);
+                if (answer)
+                    fault_log("rank %d got its message %.3f s after it started", r, late[r]);
+                reqs[idx[k]] = NULL;
+                left--;
             }
             continue;
         }
