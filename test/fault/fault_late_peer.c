@@ -8,7 +8,7 @@
  * when rank 0's loop is long asleep: nothing of rank r's wakes it, only the
  * device's tick (100 ms), after which its transport must look again for
  * the address rank r has published. Each late rank must receive its
- * message within BOUND_S of its xdev_init returning.
+ * message, whole and its own, within BOUND_S of its xdev_init returning.
  *
  * Over ofi, a transport that looked at its clock (and so at its timers)
  * every 16 progress passes only, that looked 16 ticks later, 1.6 s: four
@@ -30,13 +30,22 @@
 #define BOUND_S 0.5 /* a tick (0.1 s) and room for a loaded host */
 #define NP 5
 
-static void late_rank(xdev_t *dev, double up)
+/* What rank 0 sends rank r: a value no other rank is sent. */
+static double message_for(int r)
 {
-    double in;
+    return 1000.5 + r;
+}
+
+static void late_rank(xdev_t *dev, int rank, double up)
+{
+    double in = 0;
     xdev_status_t st;
     fault_step("the message rank 0 sent before this rank started");
     REQUIRE_RC(xdev_recv(dev, &in, sizeof in, 0, TAG, CTX, &st), XDEV_OK);
     double late = fault_now() - up;
+    CHECK(st.source == 0 && st.count == sizeof in && in == message_for(rank),
+          "got %zu bytes from rank %d holding %g, not %g", st.count, st.source, in,
+          message_for(rank));
     CHECK(late < BOUND_S, "rank 0's message came %.3f s after this rank started", late);
     REQUIRE_RC(xdev_send(dev, &late, sizeof late, 0, TAG, CTX), XDEV_OK);
 }
@@ -45,11 +54,13 @@ static void looping_rank(xdev_t *dev)
 {
     /* reqs[2r - 2] sends to rank r, reqs[2r - 1] takes its answer */
     xdev_request_t req[2 * (NP - 1)], *reqs[2 * (NP - 1)];
-    double out = 0, late[NP];
+    double out[NP], late[NP];
     for (int r = 1; r < NP; r++) {
         reqs[2 * r - 2] = &req[2 * r - 2];
         reqs[2 * r - 1] = &req[2 * r - 1];
-        REQUIRE_RC(xdev_isend(dev, &out, sizeof out, r, TAG, CTX, reqs[2 * r - 2]), XDEV_OK);
+        out[r] = message_for(r);
+        REQUIRE_RC(xdev_isend(dev, &out[r], sizeof out[r], r, TAG, CTX, reqs[2 * r - 2]),
+                   XDEV_OK);
         REQUIRE_RC(xdev_irecv(dev, &late[r], sizeof late[r], r, TAG, CTX, reqs[2 * r - 1]),
                    XDEV_OK);
     }
@@ -100,7 +111,7 @@ int main(void)
     if (rank == 0)
         looping_rank(dev);
     else
-        late_rank(dev, up);
+        late_rank(dev, rank, up);
     CHECK_RC(xdev_finalize(dev), XDEV_OK);
     return fault_finish();
 }
