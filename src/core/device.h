@@ -224,6 +224,7 @@ struct xdev {
     } tps[XDEV_MAX_TRANSPORTS];
     uint64_t self_msgs, rndz_sent, rndz_received;
     int ntps;
+    bool tps_armed;         /* arm_transports since the last progress_once */
     bool self_by_tp;        /* a transport carries our messages to
                              * ourselves (carries_self), not the core */
     peer_t *peers;

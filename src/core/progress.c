@@ -91,8 +91,10 @@ bool xdev_core_lock_wanted(const xdev_t *d)
 
 XDEV_HOT void progress_once(xdev_t *d)
 {
+    bool woke = d->tps_armed;
+    d->tps_armed = false;
     for (int i = 0; i < d->ntps; i++)
-        d->tps[i].ops->progress(d->tps[i].tp, 0);
+        d->tps[i].ops->progress(d->tps[i].tp, woke);
     if (d->loop_armed)
         event_loop_poke(d); /* another thread moved what the loop sleeps on */
 }
@@ -131,6 +133,7 @@ static void sleep_on_transports(xdev_t *d, int ms, uint64_t nap_ns)
 
 int arm_transports(xdev_t *d)
 {
+    d->tps_armed = true; /* even if one says busy: its arm may have taken in work */
     for (int i = 0; i < d->ntps; i++) {
         int rc = d->tps[i].ops->arm(d->tps[i].tp);
         if (rc != XDEV_OK)

@@ -256,13 +256,16 @@ typedef struct xdev_tp_ops {
      * the eager limit, the core sends only as XDEV_TX_QUEUE. Without it
      * the transport has no short tier and is never asked for XDEV_TX_NOW. */
     size_t (*short_max)(xdev_tp_t *tp);
-    /* Deliver arrived messages and finish queued sends; wait up to
-     * timeout_ms for something to happen. A call moves at most
+    /* Deliver arrived messages and finish queued sends, without waiting.
+     * woke: the first call since arm, so the caller may have slept on
+     * wait_fd, and what woke it may be what a transport looks at only now
+     * and then (tcp's accepts, timers read off a clock read every so many
+     * calls): look at all of it. A call moves at most
      * XDEV_TP_PASS_BYTES of a long payload, so that the device lock it
      * runs under is let go between pieces of a long message. A transport
      * that loses speed by stopping there may go on to the next piece while
      * no thread waits for the lock (xdev_core_lock_wanted). */
-    void (*progress)(xdev_tp_t *tp, int timeout_ms);
+    void (*progress)(xdev_tp_t *tp, bool woke);
     /* A file descriptor, the same for the transport's whole life, that
      * becomes readable when progress may have work once arm has returned
      * XDEV_OK, so the core (or the caller's event loop, via xdev_fd) can

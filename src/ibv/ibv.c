@@ -265,9 +265,8 @@ static bool poll_cq(xdev_tp_t *tp, int rounds)
     return received;
 }
 
-static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
+static void ibv_tp_progress(xdev_tp_t *tp, bool woke)
 {
-    (void)timeout_ms; /* the core sleeps on wait_fd itself */
     if (tp->size < 2)
         return;
     ibv_rx_service(tp);
@@ -283,7 +282,7 @@ static void ibv_tp_progress(xdev_tp_t *tp, int timeout_ms)
      * enough for timers (connections, exits, keepalives). The precise one
      * may be a system call reading a device: in a VM whose clock source
      * is the HPET it was a tenth of the polling loop's time. */
-    if (!tp->timer_due && (++tp->polls & 63))
+    if (!woke && !tp->timer_due && (++tp->polls & 63))
         return;
     tp->timer_due = false;
     uint64_t now = xdev_now_coarse_ms();
@@ -333,9 +332,7 @@ static int ibv_tp_arm(xdev_tp_t *tp)
         return XDEV_OK;
     ibv_rx_repost(tp); /* none held back while we sleep: peers wait on them */
     bool events = take_events(tp) > 0;
-    /* look at the events as soon as we wake, or now if some were taken */
-    tp->next_timer_ms = 0;
-    tp->timer_due = true;
+    tp->next_timer_ms = 0; /* look at the events as soon as we wake */
     if (!tp->cq_armed) {
         ibv_req_notify_cq(tp->cq, 0);
         tp->cq_armed = true;

@@ -75,9 +75,9 @@ static void finish(xdev_tp_t *tp)
 
 /* Nothing arrives from outside: the device's own sends are all there is,
  * so there is never anything to wait for. */
-static void loop_progress(xdev_tp_t *tp, int timeout_ms)
+static void loop_progress(xdev_tp_t *tp, bool woke)
 {
-    (void)timeout_ms;
+    (void)woke;
     if (!tp->greeted) { /* the handshake a peer's transport would make */
         tp->greeted = true;
         xdev_core_peer_eager_limit(tp->dev, tp->rank, tp->eager_limit);

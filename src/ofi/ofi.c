@@ -144,9 +144,8 @@ static void on_error(xdev_tp_t *tp)
     }
 }
 
-static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
+static void ofi_progress(xdev_tp_t *tp, bool woke)
 {
-    (void)timeout_ms; /* the core sleeps on wait_fd instead */
     if (!tp->cq)
         return;
     struct fi_cq_msg_entry ev[OFI_RX_BATCH];
@@ -170,8 +169,10 @@ static void ofi_progress(xdev_tp_t *tp, int timeout_ms)
     if (tp->unposted)
         ofi_rx_repost_all(tp);
     run_service(tp);
-    if (++tp->polls % CLOCK_EVERY == 0 || tp->slept) {
-        tp->slept = false;
+    /* Counted in polls alone, an idle event loop would wait CLOCK_EVERY
+     * of its ticks, 1.6 s, for a timer that is due (a peer's address not
+     * yet published, pings). */
+    if (++tp->polls % CLOCK_EVERY == 0 || woke) {
         uint64_t now = xdev_now_coarse_ms();
         tp->now_ms = now;
         if (now >= tp->next_timer_ms) {
@@ -187,13 +188,9 @@ static int ofi_wait_fd(xdev_tp_t *tp)
     return tp->wait_fd;
 }
 
-/* fi_trywait is libfabric's arm step: it fails while completions wait.
- * The first poll after the sleep runs the timers that are due (a peer's
- * address not yet published, pings): counted in polls alone, an idle
- * event loop would wait CLOCK_EVERY of its ticks for them, 1.6 s. */
+/* fi_trywait is libfabric's arm step: it fails while completions wait. */
 static int ofi_arm(xdev_tp_t *tp)
 {
-    tp->slept = true;
     if (tp->wait_fd < 0)
         return XDEV_OK; /* the core sleeps in short ticks */
     if (tp->service || tp->unposted)

@@ -207,7 +207,6 @@ struct xdev_tp {
     ofi_rxbuf_t *unposted; /* buffers the endpoint refused for now */
     size_t retired;       /* receive buffers given up after an error */
     unsigned polls;
-    bool slept;           /* armed: the next poll looks at the clock */
     uint64_t now_ms;      /* coarse, refreshed by the timers */
     uint64_t next_timer_ms;
     bool shutting_down;

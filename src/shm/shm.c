@@ -208,9 +208,9 @@ static void copy_pieces(xdev_tp_t *tp)
     }
 }
 
-static void shm_progress(xdev_tp_t *tp, int timeout_ms)
+static void shm_progress(xdev_tp_t *tp, bool woke)
 {
-    (void)timeout_ms; /* the core sleeps on wait_fd instead */
+    (void)woke; /* a pidfd that woke us is looked at by the next arm */
     if (tp->armed)
         shm_bell_disarm(tp);
     for (int i = 0; i < tp->npeers; i++) {

@@ -75,10 +75,12 @@ static XDEV_HOT void run_service(xdev_tp_t *tp)
 
 /* With a few connections, asking each socket directly costs one system
  * call per poll where epoll_wait plus recv costs two, and a ping-pong's
- * latency is mostly system calls. */
-static bool poll_directly(xdev_tp_t *tp, int timeout_ms)
+ * latency is mostly system calls. What wakes a sleeper may be an accept,
+ * which direct polls do not see: the first poll after a sleep looks at
+ * epoll. */
+static bool poll_directly(xdev_tp_t *tp, bool woke)
 {
-    return timeout_ms == 0 && tp->nopen && tp->nopen <= DIRECT_POLL_MAX && !tp->nauth &&
+    return !woke && tp->nopen && tp->nopen <= DIRECT_POLL_MAX && !tp->nauth &&
            !tp->nwanting && (++tp->polls % EPOLL_EVERY) != 0;
 }
 
@@ -101,17 +103,17 @@ static XDEV_HOT void poll_open_conns(xdev_tp_t *tp)
     }
 }
 
-static XDEV_HOT void tcp_progress(xdev_tp_t *tp, int timeout_ms)
+static XDEV_HOT void tcp_progress(xdev_tp_t *tp, bool woke)
 {
     struct epoll_event evs[32];
     run_service(tp);
-    if (poll_directly(tp, timeout_ms)) {
+    if (poll_directly(tp, woke)) {
         poll_open_conns(tp);
         run_service(tp);
         tcp_reap_closed(tp);
         return;
     }
-    int n = epoll_wait(tp->epfd, evs, 32, tp->service ? 0 : timeout_ms);
+    int n = epoll_wait(tp->epfd, evs, 32, 0);
     for (int i = 0; i < n; i++) {
         if (!evs[i].data.ptr)
             tcp_accept_all(tp);
@@ -135,12 +137,9 @@ static int tcp_wait_fd(xdev_tp_t *tp)
 }
 
 /* The epoll set is level-triggered: only what was read into our own
- * buffers and not yet handed on (tp->service) raises no event. Whatever
- * wakes the sleeper may be an accept, which direct polls do not see, so
- * the first poll after a sleep looks at epoll. */
+ * buffers and not yet handed on (tp->service) raises no event. */
 static int tcp_arm(xdev_tp_t *tp)
 {
-    tp->polls = EPOLL_EVERY - 1;
     return tp->service ? XDEV_ERR_BUSY : XDEV_OK;
 }
 

@@ -304,7 +304,7 @@ static xdev_tp_t *tp_with_peer(void)
 static void run(xdev_tp_t *tp, fuzz_core_t *fc)
 {
     while (can_complete() || can_flush() || tp->service || tp->nrepost) {
-        xdev_ibv_ops.progress(tp, 0);
+        xdev_ibv_ops.progress(tp, false);
         fuzz_core_step(fc);
     }
 }

@@ -166,7 +166,7 @@ static xdev_tp_t *tp_with_peer(void)
 static void run(xdev_tp_t *tp, fuzz_core_t *fc)
 {
     for (int i = 0; i < 64 && (can_land() || tp->service || tp->unposted); i++) {
-        xdev_ofi_ops.progress(tp, 0);
+        xdev_ofi_ops.progress(tp, false);
         fuzz_core_step(fc);
     }
 }
