@@ -19,6 +19,8 @@
 #   gone-early         test/fault fault_gone_early (a rank gone before init)
 #   fds-dialer         test/fault fault_fds: a rank out of descriptors where it
 #   fds-acceptor       dials, or where it accepts, takes no peer for dead
+#   late-peer          test/fault fault_late_peer: an event loop's messages to
+#                      and from ranks that start late
 #   exit-backlog       test/fault fault_exit_backlog at 8 ranks with
 #                      XDEV_IBV_RX_BUFS=1024: 336 completions of ranks that
 #                      exited wait in the receiver's CQ
@@ -105,6 +107,8 @@ while read -r t; do
                 "$B/test/fault/fault_gone_early" ;;
         fds-dialer|fds-acceptor)
             run "$t" 150 "$XDEVRUN" --timeout 140 -n 2 "$B/test/fault/fault_fds" "${t#fds-}" ;;
+        late-peer)
+            run "$t" 150 "$XDEVRUN" --timeout 140 -n 5 "$B/test/fault/fault_late_peer" ;;
         exit-backlog)
             XDEV_IBV_RX_BUFS=1024 run "$t" 150 "$XDEVRUN" --timeout 140 -n 8 \
                 "$B/test/fault/fault_exit_backlog" ;;
