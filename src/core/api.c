@@ -259,15 +259,6 @@ static void fill_probe_status(const xdev_t *d, const uxmsg_t *e, xdev_status_t *
     st->error = lost ? XDEV_ERR_PEER : XDEV_OK;
 }
 
-int probe_failed(const struct probe_args *a, xdev_status_t *st)
-{
-    bool named = a->src != XDEV_ANY_SOURCE;
-    *st = (xdev_status_t){ .source = a->src, .tag = named ? XDEV_ANY_TAG : a->tag,
-                           .ctx = a->ctx,
-                           .error = named ? XDEV_ERR_PEER : XDEV_ERR_PEER_PENDING };
-    return st->error;
-}
-
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx)
 {
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
@@ -291,7 +282,15 @@ int xdev_iprobe(xdev_t *d, int src, int tag, int ctx, int *found, xdev_status_t 
     return XDEV_OK;
 }
 
-bool probe_done(xdev_t *d, void *arg)
+struct probe_args {
+    int src, tag, ctx;
+    unsigned deaths; /* d->deaths when it began (read under the lock) */
+};
+
+/* progress_until's test for a blocking probe: something matches, the
+ * named source is dead, or (a wildcard under XDEV_FLAG_WILDCARD_FAILS)
+ * some peer died. */
+static bool probe_done(xdev_t *d, void *arg)
 {
     struct probe_args *a = arg;
     if (proto_probe(d, a->src, a->tag, a->ctx))
@@ -301,21 +300,41 @@ bool probe_done(xdev_t *d, void *arg)
                                            d->deaths != a->deaths;
 }
 
-int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
+/* A blocking probe that found nothing ended by a death: its status and
+ * result. A named source's is {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER}
+ * (no message has tag XDEV_ANY_TAG); a wildcard's is as posted, with
+ * XDEV_ERR_PEER_PENDING. */
+static int probe_failed(const struct probe_args *a, xdev_status_t *st)
 {
-    if (!d || !st || !match_args_ok(d, src, tag, ctx))
-        return XDEV_ERR_ARG;
+    bool named = a->src != XDEV_ANY_SOURCE;
+    *st = (xdev_status_t){ .source = a->src, .tag = named ? XDEV_ANY_TAG : a->tag,
+                           .ctx = a->ctx,
+                           .error = named ? XDEV_ERR_PEER : XDEV_ERR_PEER_PENDING };
+    return st->error;
+}
+
+uxmsg_t *probe_wait(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st, int *rc)
+{
     struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
     unsigned woken = wake_mark(d);
     dev_lock(d);
     a.deaths = d->deaths;
-    int rc = progress_until(d, probe_done, &a, -1, woken);
+    *rc = progress_until(d, probe_done, &a, -1, woken);
     uxmsg_t *e = proto_probe(d, src, tag, ctx);
+    if (!e && *rc != XDEV_ERR_WOKEN)
+        *rc = probe_failed(&a, st);
+    return e;
+}
+
+int xdev_probe(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st)
+{
+    if (!d || !st || !match_args_ok(d, src, tag, ctx))
+        return XDEV_ERR_ARG;
+    int rc;
+    uxmsg_t *e = probe_wait(d, src, tag, ctx, st, &rc);
     if (e) {
         fill_probe_status(d, e, st);
         rc = st->error;
-    } else if (rc != XDEV_ERR_WOKEN) {
-        rc = probe_failed(&a, st);
     }
     dev_unlock(d);
     return rc;

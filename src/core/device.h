@@ -423,19 +423,10 @@ int post_send(xdev_t *d, const void *buf, size_t len, int dst, int tag, int ctx,
               xdev_request_t *req, unsigned flags, unsigned niov);
 int post_recv(xdev_t *d, void *buf, size_t len, int src, int tag, int ctx, xdev_request_t *req,
               unsigned flags, unsigned niov);
-struct probe_args {
-    int src, tag, ctx;
-    unsigned deaths;  /* d->deaths when it began (read under the lock) */
-};
-/* progress_until's test for a blocking probe: something matches, the
- * named source is dead, or (a wildcard under XDEV_FLAG_WILDCARD_FAILS)
- * some peer died. */
-bool probe_done(xdev_t *d, void *arg);
-/* A blocking probe that found nothing ended by a death: its status and
- * result. A named source's is {src, XDEV_ANY_TAG, ctx, XDEV_ERR_PEER}
- * (no message has tag XDEV_ANY_TAG); a wildcard's is as posted, with
- * XDEV_ERR_PEER_PENDING. */
-int probe_failed(const struct probe_args *a, xdev_status_t *st);
+/* A blocking probe's wait; takes the lock and returns with it held. The
+ * message that matched (still unexpected), or NULL and in *rc
+ * XDEV_ERR_WOKEN or the failed probe's result (its status in *st). */
+uxmsg_t *probe_wait(xdev_t *d, int src, int tag, int ctx, xdev_status_t *st, int *rc);
 /* A nonblocking probe's look: the unexpected queue, and again after one
  * progress pass if nothing matched. Lock held. */
 uxmsg_t *probe_now(xdev_t *d, int src, int tag, int ctx);

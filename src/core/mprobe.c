@@ -57,18 +57,12 @@ int xdev_mprobe(xdev_t *d, int src, int tag, int ctx, xdev_message_t *msg, xdev_
 {
     if (!d || !msg || !st || !match_args_ok(d, src, tag, ctx))
         return XDEV_ERR_ARG;
-    struct probe_args a = { .src = src, .tag = tag, .ctx = ctx };
-    unsigned woken = wake_mark(d);
-    dev_lock(d);
-    a.deaths = d->deaths;
-    int rc = progress_until(d, probe_done, &a, -1, woken);
-    uxmsg_t *e = proto_probe(d, src, tag, ctx);
+    int rc;
+    uxmsg_t *e = probe_wait(d, src, tag, ctx, st, &rc);
     if (e)
         rc = claim(d, e, msg, st);
     else
         memset(msg, 0, sizeof *msg);
-    if (!e && rc != XDEV_ERR_WOKEN)
-        rc = probe_failed(&a, st);
     dev_unlock(d);
     return rc;
 }
